@@ -1,0 +1,62 @@
+# MemoryHub — `make run` starts the product on the embedded default, `make test` runs the suite.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+# Django 6 needs Python >= 3.12. Try explicit interpreters first, then pyenv's installs,
+# then python3; each candidate must actually run (pyenv shims exist for versions that
+# are not active and fail when called).
+PYTHON_CANDIDATES := $(PYTHON) python3.13 python3.12 \
+	$(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3) \
+	$(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3) python3
+FIND_PYTHON = for c in $(PYTHON_CANDIDATES); do \
+	  if "$$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then \
+	    echo "$$c"; exit 0; fi; done; exit 1
+
+.PHONY: install run test lint typecheck check schema clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@if [ ! -x $(PY) ]; then \
+	  base=$$($(FIND_PYTHON)) || { echo "error: MemoryHub needs Python >= 3.12 (Django 6)." \
+	    "None found among: $(PYTHON_CANDIDATES). Install one or pass PYTHON=/path/to/python3.12." >&2; exit 1; }; \
+	  echo "Using $$base ($$($$base --version))"; \
+	  "$$base" -m venv $(VENV); \
+	fi
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $@
+
+run: install
+	@mkdir -p var
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py demo_setup
+	@echo "MemoryHub is starting at http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/)"
+	@trap 'kill 0' EXIT INT TERM; \
+	  $(VENV)/bin/celery -A memoryhub worker --beat --loglevel=INFO --concurrency=2 \
+	    --schedule=var/celerybeat-schedule & \
+	  $(VENV)/bin/gunicorn memoryhub.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile - & \
+	  wait
+
+test: install
+	@mkdir -p var
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy .
+
+schema: install
+	$(PY) manage.py spectacular --file var/openapi.yaml --validate --fail-on-warn
+
+check: lint typecheck test
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import hmac
+
+from django.db.models import QuerySet
+
+from accounts import tokens
+from accounts.models import ApiToken, User
+
+
+def token_find_usable(*, raw: str) -> ApiToken | None:
+    """The active token matching `raw`, compared in constant time, or None."""
+    if not tokens.looks_like_token(raw):
+        return None
+    wanted = tokens.digest(raw)
+    candidates = ApiToken.objects.select_related("user").filter(prefix=tokens.prefix_of(raw))
+    for token in candidates:
+        if hmac.compare_digest(token.digest, wanted) and token.is_usable():
+            return token
+    return None
+
+
+def token_list(*, user: User) -> QuerySet[ApiToken]:
+    return ApiToken.objects.filter(user=user).select_related("project").order_by("-created_at")
+
+
+def token_get(*, user: User, public_id: str) -> ApiToken | None:
+    return token_list(user=user).filter(public_id=public_id).first()

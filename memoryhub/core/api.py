@@ -1,0 +1,59 @@
+"""Small helpers shared by every app's api.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.actors import Actor
+
+
+def actor_of(request: Request) -> Actor:
+    return Actor.from_request(request)
+
+
+class Pagination(LimitOffsetPagination):
+    @property
+    def default_limit(self) -> int:  # type: ignore[override]
+        return settings.API_PAGE_SIZE
+
+    @property
+    def max_limit(self) -> int:  # type: ignore[override]
+        return settings.API_MAX_PAGE_SIZE
+
+
+def paginated_response(
+    request: Request, view: APIView, queryset: QuerySet[Any], serializer: type[serializers.Serializer]
+) -> Response:
+    paginator = Pagination()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response(serializer(page, many=True).data)
+
+
+@extend_schema_field({"type": "string", "description": "Comma-separated list of values."})
+class CommaSeparatedChoiceField(serializers.Field):
+    """`?kind=fact,lesson` → ("fact", "lesson"), each checked against `choices`."""
+
+    def __init__(self, *, choices: list[str], **kwargs: Any) -> None:
+        self.allowed = list(choices)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> tuple[str, ...]:
+        values = tuple(v.strip() for v in str(data).split(",") if v.strip())
+        bad = [v for v in values if v not in self.allowed]
+        if bad:
+            raise serializers.ValidationError(
+                f"Unknown value(s) {', '.join(bad)}; allowed: {', '.join(self.allowed)}."
+            )
+        return values
+
+    def to_representation(self, value: Any) -> str:
+        return ",".join(value)

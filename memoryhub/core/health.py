@@ -1,0 +1,63 @@
+"""Reachability checks for /healthz: database, broker and the most recent worker heartbeat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from memoryhub.celery import app as celery_app
+from memoryhub.core.models import WorkerHeartbeat
+
+
+def _check_database() -> dict[str, Any]:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as exc:  # any driver error means "unreachable"
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    return {"ok": True, "vendor": connection.vendor}
+
+
+def _check_broker() -> dict[str, Any]:
+    transport = settings.CELERY_BROKER_URL.split("://", 1)[0]
+    try:
+        with celery_app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+    except Exception as exc:  # kombu raises many types for "cannot connect"
+        return {"ok": False, "transport": transport, "error": f"{type(exc).__name__}: {exc}"}
+    return {"ok": True, "transport": transport}
+
+
+def _worker_status() -> dict[str, Any]:
+    beat = WorkerHeartbeat.objects.order_by("-last_seen").first()
+    if beat is None:
+        return {"seen": False}
+    age = (timezone.now() - beat.last_seen).total_seconds()
+    # Three missed heartbeats in a row means no worker is consuming.
+    return {
+        "seen": True,
+        "hostname": beat.hostname,
+        "seconds_since_heartbeat": round(age, 1),
+        "alive": age <= 3 * settings.WORKER_HEARTBEAT_SECONDS,
+    }
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    database = _check_database()
+    broker = _check_broker()
+    worker = _worker_status() if database["ok"] else {"seen": False}
+    healthy = database["ok"] and broker["ok"]
+    body = {
+        "status": "ok" if healthy else "unavailable",
+        "database": database,
+        "broker": broker,
+        "worker": worker,
+    }
+    return JsonResponse(body, status=200 if healthy else 503)

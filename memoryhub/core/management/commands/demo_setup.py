@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from accounts.actors import Actor
+from accounts.services import token_create, user_get_or_create
+from projects.models import Project
+from projects.services import project_create
+
+
+class Command(BaseCommand):
+    help = "Create the demo user, project and token once (used by `make run`)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--username", default="demo")
+        parser.add_argument("--project", default="demo")
+
+    def handle(self, *args: Any, **options: Any) -> str:
+        if Project.objects.filter(slug=options["project"]).exists():
+            return (f"Demo project {options['project']!r} exists; create more tokens with "
+                    f"`manage.py token_create --user {options['username']}`.")
+        actor = Actor.for_system("cli")
+        user, _, password = user_get_or_create(username=options["username"], actor=actor)
+        project = project_create(slug=options["project"], name="Demo project", owner=user,
+                                 actor=actor)
+        _, raw = token_create(user=user, name="demo agent", project=project, actor=actor)
+        lines = [
+            "Demo setup (shown once, keep it):",
+            f"  user:     {user.username}" + (f"  password: {password}" if password else ""),
+            f"  project:  {project.slug}",
+            f"  token:    {raw}",
+            "  try:     curl -H 'Authorization: Bearer <token>' "
+            "http://127.0.0.1:8000/api/v1/projects/demo/memories/",
+        ]
+        return "\n".join(lines)

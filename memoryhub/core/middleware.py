@@ -1,0 +1,59 @@
+"""Request guards for the API: body size limit and a JSON envelope for unhandled errors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from memoryhub.core.api_errors import error_response
+
+logger = logging.getLogger(__name__)
+
+API_PREFIX = "/api/"
+
+
+class ApiBodySizeLimitMiddleware:
+    """Reject oversized API bodies with 413 before anything reads them.
+
+    DRF's JSON parser reads the raw stream, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE does not
+    protect it; the declared Content-Length is checked here instead.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith(API_PREFIX):
+            raw = request.META.get("CONTENT_LENGTH") or "0"
+            try:
+                length = int(raw)
+            except ValueError:
+                return error_response(400, "malformed_request", "Invalid Content-Length header.")
+            limit = settings.API_MAX_BODY_BYTES
+            if length > limit:
+                return error_response(
+                    413,
+                    "payload_too_large",
+                    f"Request body is {length} bytes; the limit is {limit} bytes.",
+                    {"limit_bytes": limit},
+                )
+        return self.get_response(request)
+
+
+class ApiExceptionMiddleware:
+    """Turn exceptions nobody handled under /api/ into a 500 envelope (never an HTML page)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not request.path.startswith(API_PREFIX):
+            return None
+        logger.exception("Unhandled error on %s %s", request.method, request.path)
+        return error_response(500, "server_error", "Internal server error.")

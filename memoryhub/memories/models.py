@@ -1,0 +1,190 @@
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from memoryhub.memories.kinds import Kind, Scope, Subcategory
+
+METADATA_MAX_BYTES = 4096
+KEYWORDS_MAX = 32
+KEYWORD_MAX_CHARS = 100
+
+
+def content_hash(content: str) -> str:
+    """Hash of the content with whitespace and case folded: equal hashes mean duplicates."""
+    normalized = " ".join(content.split()).casefold()
+    return hashlib.sha256(normalized.encode()).hexdigest()
+
+
+def validate_metadata(value: Any) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError("metadata must be a JSON object.")
+    size = len(json.dumps(value, ensure_ascii=False).encode())
+    if size > METADATA_MAX_BYTES:
+        raise ValidationError(f"metadata is {size} bytes; the limit is {METADATA_MAX_BYTES}.")
+
+
+def validate_keywords(value: Any) -> None:
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        raise ValidationError("keywords must be a list of strings.")
+    if len(value) > KEYWORDS_MAX:
+        raise ValidationError(f"at most {KEYWORDS_MAX} keywords.")
+    if any(len(k) > KEYWORD_MAX_CHARS for k in value):
+        raise ValidationError(f"a keyword has at most {KEYWORD_MAX_CHARS} characters.")
+
+
+class Memory(models.Model):
+    class Status(models.TextChoices):
+        PROPOSED = "proposed"  # waiting for review; never injected
+        ACTIVE = "active"
+        STALE = "stale"  # outdated or done; still searchable, ranked as history
+        ARCHIVED = "archived"  # withdrawn; kept for audit, hidden by default
+
+    class Via(models.TextChoices):
+        USER = "user"
+        TOKEN = "token"
+        PIPELINE = "pipeline"
+        DREAM = "dream"
+        IMPORT = "import"
+        CLI = "cli"
+        SYSTEM = "system"
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="memories")
+    scope = models.CharField(max_length=8, choices=Scope.choices)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    subcategory = models.CharField(max_length=16, choices=Subcategory.choices, blank=True)
+    goal = models.CharField(max_length=500, blank=True)
+    title = models.CharField(max_length=200, blank=True)
+    content = models.TextField()
+    keywords = models.JSONField(default=list, blank=True, validators=[validate_keywords])
+    importance = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    status_reason = models.CharField(max_length=1000, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    metadata = models.JSONField(default=dict, blank=True, validators=[validate_metadata])
+    # Provenance: which agent session (its external id) and record range it came from, and who.
+    source_session = models.CharField(max_length=200, blank=True)
+    source_record_start = models.PositiveIntegerField(null=True, blank=True)
+    source_record_end = models.PositiveIntegerField(null=True, blank=True)
+    created_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by_token = models.ForeignKey(
+        "accounts.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_via = models.CharField(max_length=10, choices=Via.choices)
+    # Defaults rather than auto_now: imports keep the timestamps of the system they came from.
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    hit_count = models.PositiveIntegerField(default=0)
+    content_hash = models.CharField(max_length=64, editable=False)
+
+    class Meta:
+        verbose_name_plural = "memories"
+        constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(scope=Scope.USER, owner__isnull=False)
+                           | models.Q(scope=Scope.PROJECT, owner__isnull=True)),
+                name="memory_owner_matches_scope",
+            ),
+            models.CheckConstraint(condition=models.Q(importance__gte=1),
+                                   name="memory_importance_positive"),
+            models.CheckConstraint(
+                condition=models.Q(subcategory="") | models.Q(kind=Kind.PROJECT),
+                name="memory_subcategory_only_for_project",
+            ),
+            models.CheckConstraint(
+                condition=(models.Q(source_record_start__isnull=True)
+                           | models.Q(source_record_end__isnull=True)
+                           | models.Q(source_record_end__gte=models.F("source_record_start"))),
+                name="memory_record_range_ordered",
+            ),
+        ]
+        indexes = [
+            # The list endpoint: newest first within a project, filtered by status and kind.
+            models.Index(fields=["project", "status", "kind", "-updated_at"]),
+            models.Index(fields=["project", "-updated_at"]),
+            # Exact-duplicate lookup on write (pipeline merge, imports).
+            models.Index(fields=["project", "content_hash"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.title or self.content[:40]}"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.goal and self.kind != Kind.TOPIC:
+            errors["goal"] = "Only topic memories have a goal."
+        if self.subcategory and self.kind != Kind.PROJECT:
+            errors["subcategory"] = "Only project memories have a subcategory."
+        if self.scope == Scope.USER and self.owner_id is None:
+            errors["scope"] = "A user-scope memory needs an owner."
+        if (
+            self.source_record_start is not None
+            and self.source_record_end is not None
+            and self.source_record_end < self.source_record_start
+        ):
+            errors["source"] = "record_end must be >= record_start."
+        if len(self.content) > settings.MEMORY_MAX_CONTENT_CHARS:
+            errors["content"] = f"at most {settings.MEMORY_MAX_CONTENT_CHARS} characters."
+        if not self.content.strip():
+            errors["content"] = "must not be blank."
+        if errors:
+            raise ValidationError(errors)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The editable state, as stored in MemoryEvent.before/after."""
+        return {
+            "scope": self.scope,
+            "kind": self.kind,
+            "subcategory": self.subcategory,
+            "goal": self.goal,
+            "title": self.title,
+            "content": self.content,
+            "keywords": list(self.keywords),
+            "importance": self.importance,
+            "status": self.status,
+            "status_reason": self.status_reason,
+            "superseded_by": str(self.superseded_by.public_id) if self.superseded_by else None,
+            "metadata": self.metadata,
+        }
+
+
+class MemoryEvent(models.Model):
+    """Audit row for every change to a memory, written in the same transaction as the change."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="events")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_token = models.ForeignKey(
+        "accounts.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=200)
+    verb = models.CharField(max_length=32)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        # Serves a memory's history, oldest first.
+        indexes = [models.Index(fields=["memory", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.actor_label} {self.verb} memory {self.memory_id}"

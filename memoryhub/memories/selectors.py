@@ -1,0 +1,81 @@
+"""Reads of the memory bank, always through the caller's ProjectAccess."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from memoryhub.memories.kinds import Scope
+from memoryhub.memories.models import Memory, MemoryEvent
+from projects.selectors import ProjectAccess
+
+DEFAULT_STATUSES = (Memory.Status.PROPOSED, Memory.Status.ACTIVE, Memory.Status.STALE)
+
+
+@dataclass(frozen=True)
+class MemoryFilters:
+    kinds: tuple[str, ...] = ()
+    scope: str | None = None
+    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    subcategory: str | None = None
+    q: str = ""
+    importance: int | None = None
+    importance_min: int | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    updated_after: datetime | None = None
+    updated_before: datetime | None = None
+
+
+def memory_visible(*, access: ProjectAccess) -> QuerySet[Memory]:
+    """Project-scope memories, plus the caller's own user-scope memories."""
+    return Memory.objects.filter(project=access.project).filter(
+        Q(scope=Scope.PROJECT) | Q(scope=Scope.USER, owner=access.actor.user)
+    )
+
+
+def memory_list(*, access: ProjectAccess, filters: MemoryFilters) -> QuerySet[Memory]:
+    qs = memory_visible(access=access).filter(status__in=filters.statuses)
+    if filters.kinds:
+        qs = qs.filter(kind__in=filters.kinds)
+    if filters.scope:
+        qs = qs.filter(scope=filters.scope)
+    if filters.subcategory:
+        qs = qs.filter(subcategory=filters.subcategory)
+    if filters.q:
+        qs = qs.filter(Q(title__icontains=filters.q) | Q(content__icontains=filters.q))
+    if filters.importance is not None:
+        qs = qs.filter(importance=filters.importance)
+    if filters.importance_min is not None:
+        qs = qs.filter(importance__gte=filters.importance_min)
+    for field_name, lookup in (
+        ("created_after", "created_at__gte"),
+        ("created_before", "created_at__lt"),
+        ("updated_after", "updated_at__gte"),
+        ("updated_before", "updated_at__lt"),
+    ):
+        value = getattr(filters, field_name)
+        if value is not None:
+            qs = qs.filter(**{lookup: value})
+    return qs.select_related(
+        "project", "owner", "superseded_by", "created_by_user", "created_by_token"
+    ).order_by("-updated_at", "-id")
+
+
+def memory_get(*, access: ProjectAccess, public_id: str) -> Memory:
+    memory = (
+        memory_visible(access=access)
+        .select_related("project", "owner", "superseded_by", "created_by_user", "created_by_token")
+        .filter(public_id=public_id)
+        .first()
+    )
+    if memory is None:
+        raise Http404("Memory not found.")
+    return memory
+
+
+def memory_events(*, memory: Memory) -> QuerySet[MemoryEvent]:
+    return memory.events.select_related("actor_user").order_by("created_at", "id")

@@ -1,0 +1,215 @@
+"""Writes to the memory bank. Every function records a MemoryEvent in the same transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.actors import Actor
+from memoryhub.core.exceptions import ApplicationError
+from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
+from memoryhub.memories.models import Memory, MemoryEvent, content_hash
+from projects.models import Project
+
+BULK_MAX_ITEMS = 1000
+EDITABLE_FIELDS = ("kind", "subcategory", "goal", "title", "content", "keywords", "importance",
+                   "metadata")
+
+
+@dataclass
+class MemoryInput:
+    """A memory as submitted by the API, the pipeline or an import."""
+
+    content: str
+    kind: str
+    scope: str | None = None  # None: the kind's default scope
+    title: str = ""
+    keywords: list[str] = field(default_factory=list)
+    importance: int = 1
+    status: str = Memory.Status.ACTIVE
+    subcategory: str = ""
+    goal: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    source_session: str = ""
+    source_record_start: int | None = None
+    source_record_end: int | None = None
+    created_at: datetime | None = None  # imports keep the original timestamps
+    updated_at: datetime | None = None
+
+
+def normalize_keywords(keywords: Sequence[str]) -> list[str]:
+    """Strip, drop empties and case-insensitive duplicates, keep the first spelling and order."""
+    seen: set[str] = set()
+    result = []
+    for keyword in keywords:
+        cleaned = " ".join(keyword.split())
+        if cleaned and cleaned.casefold() not in seen:
+            seen.add(cleaned.casefold())
+            result.append(cleaned)
+    return result
+
+
+def _event(memory: Memory, actor: Actor, verb: str, before: Any, after: Any) -> MemoryEvent:
+    return MemoryEvent(
+        memory=memory,
+        project_id=memory.project_id,
+        actor_user=actor.user,
+        actor_token=actor.token,
+        actor_label=actor.label,
+        verb=verb,
+        before=before,
+        after=after,
+    )
+
+
+def _build(project: Project, actor: Actor, data: MemoryInput) -> Memory:
+    scope = data.scope or DEFAULT_SCOPE.get(data.kind, Scope.PROJECT)
+    now = timezone.now()
+    created_at = data.created_at or now
+    memory = Memory(
+        project=project,
+        scope=scope,
+        owner=actor.user if scope == Scope.USER else None,
+        kind=data.kind,
+        subcategory=data.subcategory,
+        goal=data.goal,
+        title=data.title,
+        content=data.content,
+        keywords=normalize_keywords(data.keywords),
+        importance=data.importance,
+        status=data.status,
+        metadata=data.metadata,
+        source_session=data.source_session,
+        source_record_start=data.source_record_start,
+        source_record_end=data.source_record_end,
+        created_by_user=actor.user,
+        created_by_token=actor.token,
+        created_via=actor.via,
+        created_at=created_at,
+        updated_at=data.updated_at or created_at,
+        content_hash=content_hash(data.content),
+    )
+    if memory.scope == Scope.USER and memory.owner is None:
+        raise ValidationError({"scope": "A user-scope memory needs a person behind the request."})
+    memory.full_clean(exclude=["content_hash"])
+    return memory
+
+
+
+class BulkValidationError(ApplicationError):
+    code = "validation_error"
+
+    def __init__(self, errors: dict[str, Any]) -> None:
+        super().__init__(
+            f"{len(errors)} item(s) are invalid; nothing was created.",
+            details={"items": errors},
+        )
+
+
+@transaction.atomic
+def memory_create(*, project: Project, actor: Actor, data: MemoryInput) -> Memory:
+    memory = _build(project, actor, data)
+    memory.save()
+    _event(memory, actor, "created", None, memory.snapshot()).save()
+    return memory
+
+
+@transaction.atomic
+def memory_bulk_create(
+    *, project: Project, actor: Actor, items: Sequence[MemoryInput]
+) -> list[Memory]:
+    """Create all memories or none; the result is in input order.
+
+    Validation errors are collected for every item and raised together, keyed by item index.
+    """
+    if len(items) > BULK_MAX_ITEMS:
+        raise ApplicationError(f"At most {BULK_MAX_ITEMS} memories per request.",
+                               details={"items": [f"got {len(items)}"]})
+    memories: list[Memory] = []
+    errors: dict[str, Any] = {}
+    for index, item in enumerate(items):
+        try:
+            memories.append(_build(project, actor, item))
+        except ValidationError as exc:
+            errors[str(index)] = exc.message_dict
+    if errors:
+        raise BulkValidationError(errors)
+    Memory.objects.bulk_create(memories, batch_size=500)
+    MemoryEvent.objects.bulk_create(
+        [_event(m, actor, "created", None, m.snapshot()) for m in memories], batch_size=500
+    )
+    return memories
+
+
+
+@transaction.atomic
+def memory_update(*, memory: Memory, actor: Actor, changes: dict[str, Any]) -> Memory:
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise ApplicationError(f"Cannot change {', '.join(sorted(unknown))} here.")
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    before = memory.snapshot()
+    for name, value in changes.items():
+        setattr(memory, name, normalize_keywords(value) if name == "keywords" else value)
+    memory.full_clean(exclude=["content_hash"])
+    changed = [name for name in changes if before[name] != memory.snapshot()[name]]
+    if not changed:
+        return memory
+    memory.content_hash = content_hash(memory.content)
+    memory.updated_at = timezone.now()
+    memory.save(update_fields=[*changed, "content_hash", "updated_at"])
+    after = memory.snapshot()
+    _event(memory, actor, "updated", {n: before[n] for n in changed},
+           {n: after[n] for n in changed}).save()
+    return memory
+
+
+# Allowed transitions: target status -> statuses it may come from, and the event verb.
+_TRANSITIONS: dict[str, tuple[set[str], str]] = {
+    Memory.Status.ARCHIVED: (
+        {Memory.Status.PROPOSED, Memory.Status.ACTIVE, Memory.Status.STALE}, "archived"),
+    Memory.Status.STALE: ({Memory.Status.ACTIVE, Memory.Status.PROPOSED}, "marked_stale"),
+    Memory.Status.ACTIVE: ({Memory.Status.STALE, Memory.Status.ARCHIVED}, "restored"),
+}
+
+
+@transaction.atomic
+def memory_set_status(
+    *,
+    memory: Memory,
+    actor: Actor,
+    status: str,
+    reason: str = "",
+    superseded_by: Memory | None = None,
+) -> Memory:
+    """Archive, mark stale (reason required) or restore a memory; nothing is ever deleted."""
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    sources, verb = _TRANSITIONS[status]
+    if memory.status not in sources:
+        raise ApplicationError(
+            f"A {memory.status} memory cannot become {status}.",
+            details={"status": [f"allowed from: {', '.join(sorted(sources))}"]},
+        )
+    if status == Memory.Status.STALE and not reason.strip():
+        raise ValidationError({"reason": "Say why the memory is stale."})
+    if superseded_by is not None and (
+        superseded_by.pk == memory.pk or superseded_by.project_id != memory.project_id
+    ):
+        raise ValidationError({"superseded_by": "Must be another memory of the same project."})
+    before = memory.snapshot()
+    memory.status = status
+    memory.status_reason = "" if status == Memory.Status.ACTIVE else reason.strip()
+    memory.superseded_by = None if status == Memory.Status.ACTIVE else superseded_by
+    memory.updated_at = timezone.now()
+    memory.full_clean(exclude=["content_hash"])
+    memory.save(update_fields=["status", "status_reason", "superseded_by", "updated_at"])
+    keys = ("status", "status_reason", "superseded_by")
+    after = memory.snapshot()
+    _event(memory, actor, verb, {k: before[k] for k in keys}, {k: after[k] for k in keys}).save()
+    return memory

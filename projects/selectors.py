@@ -1,0 +1,62 @@
+"""Reads scoped by who is asking. Every project-level API view starts with project_access()."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404
+
+from accounts.actors import Actor
+from projects.models import Project, ProjectMembership, Role
+
+
+@dataclass(frozen=True)
+class ProjectAccess:
+    project: Project
+    role: Role
+    actor: Actor
+
+    def at_least(self, role: Role) -> bool:
+        return self.role.rank >= role.rank
+
+
+def project_list(*, actor: Actor) -> QuerySet[Project]:
+    qs = Project.objects.filter(memberships__user=actor.user)
+    if actor.restricted_project_id is not None:
+        qs = qs.filter(pk=actor.restricted_project_id)
+    return qs.order_by("slug")
+
+
+def project_access(*, slug: str, actor: Actor, min_role: Role = Role.VIEWER) -> ProjectAccess:
+    """The actor's access to project `slug`.
+
+    Raises Http404 when the actor cannot see the project at all (outsiders must not learn that
+    it exists), PermissionDenied when it can see it but its role is too low.
+    """
+    membership = (
+        ProjectMembership.objects.select_related("project")
+        .filter(project__slug=slug, user=actor.user)
+        .first()
+    )
+    if membership is None or (
+        actor.restricted_project_id is not None
+        and membership.project_id != actor.restricted_project_id
+    ):
+        raise Http404("Project not found.")
+    role = Role(membership.role)
+    if role.rank < min_role.rank:
+        raise PermissionDenied(f"This action needs the {min_role} role or higher; you are {role}.")
+    return ProjectAccess(project=membership.project, role=role, actor=actor)
+
+
+def membership_list(*, project: Project) -> QuerySet[ProjectMembership]:
+    return project.memberships.select_related("user").order_by("created_at", "id")
+
+
+def membership_get(*, project: Project, username: str) -> ProjectMembership:
+    membership = membership_list(project=project).filter(user__username=username).first()
+    if membership is None:
+        raise Http404("Member not found.")
+    return membership

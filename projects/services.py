@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+
+from accounts.actors import Actor
+from accounts.models import User
+from memoryhub.core.exceptions import ApplicationError, Conflict
+from memoryhub.core.services import audit_record
+from projects.models import Project, ProjectMembership, Role
+from projects.selectors import ProjectAccess
+
+PROJECT_EDITABLE_FIELDS = ("name", "description", "timezone", "settings")
+
+
+@transaction.atomic
+def project_create(
+    *,
+    slug: str,
+    owner: User,
+    actor: Actor,
+    name: str = "",
+    description: str = "",
+    timezone: str = "UTC",
+    settings: dict[str, Any] | None = None,
+) -> Project:
+    project = Project(
+        slug=slug,
+        name=name or slug,
+        description=description,
+        timezone=timezone,
+        settings=settings or {},
+        created_by=owner,
+    )
+    project.full_clean(validate_unique=False)
+    try:
+        # A savepoint, so a taken slug leaves the outer transaction usable.
+        with transaction.atomic():
+            project.save()
+    except IntegrityError:
+        raise Conflict("This slug is not available.", details={"slug": ["not available"]}) from None
+    ProjectMembership.objects.create(project=project, user=owner, role=Role.OWNER)
+    audit_record(actor=actor, project=project, verb="project.created", target_type="project",
+                 target_id=project.public_id, after=project.to_dict() | {"owner": owner.username})
+    return project
+
+
+@transaction.atomic
+def project_update(*, access: ProjectAccess, changes: dict[str, Any]) -> Project:
+    project = access.project
+    unknown = set(changes) - set(PROJECT_EDITABLE_FIELDS)
+    if unknown:
+        raise ApplicationError(f"Cannot change {', '.join(sorted(unknown))}.")
+    before = project.to_dict()
+    for field, value in changes.items():
+        setattr(project, field, value)
+    project.full_clean(validate_unique=False)
+    changed = [f for f in changes if before[f] != getattr(project, f)]
+    if changed:
+        project.save(update_fields=[*changed, "updated_at"])
+        audit_record(
+            actor=access.actor, project=project, verb="project.updated", target_type="project",
+            target_id=project.public_id,
+            before={f: before[f] for f in changed}, after={f: getattr(project, f) for f in changed},
+        )
+    return project
+
+
+def _check_can_manage(access: ProjectAccess, *, target_role: Role, new_role: Role | None) -> None:
+    """Owners manage everyone; maintainers manage roles up to maintainer."""
+    if access.role == Role.OWNER:
+        return
+    if access.role == Role.MAINTAINER and target_role != Role.OWNER and (
+        new_role is None or new_role != Role.OWNER
+    ):
+        return
+    raise PermissionDenied("Only owners can grant, change or remove the owner role.")
+
+
+def _check_not_last_owner(membership: ProjectMembership) -> None:
+    if membership.role != Role.OWNER:
+        return
+    owners = ProjectMembership.objects.select_for_update().filter(
+        project_id=membership.project_id, role=Role.OWNER
+    )
+    if owners.count() <= 1:
+        raise ApplicationError("A project must keep at least one owner.")
+
+
+@transaction.atomic
+def membership_add(*, access: ProjectAccess, user: User, role: Role) -> ProjectMembership:
+    _check_can_manage(access, target_role=role, new_role=role)
+    if ProjectMembership.objects.filter(project=access.project, user=user).exists():
+        raise Conflict(f"{user.username} is already a member.")
+    membership = ProjectMembership.objects.create(project=access.project, user=user, role=role)
+    audit_record(actor=access.actor, project=access.project, verb="member.added",
+                 target_type="user", target_id=user.public_id,
+                 after={"username": user.username, "role": role})
+    return membership
+
+
+@transaction.atomic
+def membership_change_role(
+    *, access: ProjectAccess, membership: ProjectMembership, role: Role
+) -> ProjectMembership:
+    old = Role(membership.role)
+    if old == role:
+        return membership
+    _check_can_manage(access, target_role=old, new_role=role)
+    _check_not_last_owner(membership)
+    membership.role = role
+    membership.save(update_fields=["role"])
+    audit_record(actor=access.actor, project=access.project, verb="member.role_changed",
+                 target_type="user", target_id=membership.user.public_id,
+                 before={"role": old}, after={"role": role})
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, access: ProjectAccess, membership: ProjectMembership) -> None:
+    leaving = membership.user_id == getattr(access.actor.user, "pk", None)
+    if not leaving:
+        if not access.at_least(Role.MAINTAINER):
+            raise PermissionDenied("Only maintainers and owners can remove other members.")
+        _check_can_manage(access, target_role=Role(membership.role), new_role=None)
+    _check_not_last_owner(membership)
+    user = membership.user
+    role = membership.role
+    membership.delete()
+    audit_record(actor=access.actor, project=access.project, verb="member.removed",
+                 target_type="user", target_id=user.public_id,
+                 before={"username": user.username, "role": role})
