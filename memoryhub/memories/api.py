@@ -42,7 +42,7 @@ class MemoryInputSerializer(serializers.Serializer):
     kind = KindField()
     scope = serializers.ChoiceField(choices=Scope.choices, required=False)
     title = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    keywords = serializers.ListField(child=serializers.CharField(), required=False)
+    keywords = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
     importance = serializers.IntegerField(min_value=1, max_value=32767, required=False)
     status = serializers.ChoiceField(
         choices=[Memory.Status.ACTIVE, Memory.Status.PROPOSED], required=False
@@ -205,7 +205,7 @@ class MemoryDetailApi(APIView):
         goal = serializers.CharField(max_length=500, required=False, allow_blank=True)
         title = serializers.CharField(max_length=200, required=False, allow_blank=True)
         content = serializers.CharField(required=False, trim_whitespace=False)
-        keywords = serializers.ListField(child=serializers.CharField(), required=False)
+        keywords = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
         importance = serializers.IntegerField(min_value=1, max_value=32767, required=False)
         metadata = serializers.DictField(required=False)
 

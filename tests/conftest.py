@@ -1,0 +1,94 @@
+"""Personas (as in the style guide): alice owns project `alpha`, bob is a member of it,
+charlie is an outsider with a project of his own. Each has an API client with a token."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.actors import Actor
+from accounts.models import User
+from accounts.services import token_create
+from projects.models import Project, Role
+from projects.services import membership_add, project_create
+from projects.selectors import project_access
+from tests.factories import UserFactory
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: pytest.FixtureRequest) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # type: ignore[attr-defined]
+
+
+def bearer_client(raw_token: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
+    return client
+
+
+@pytest.fixture
+def make_client(db: None) -> Callable[..., APIClient]:
+    """make_client(user, project=None, read_only=False) → an APIClient with a fresh token."""
+
+    def make(user: User, *, project: Project | None = None, read_only: bool = False) -> APIClient:
+        _, raw = token_create(user=user, name="test", project=project, read_only=read_only,
+                              actor=Actor.for_system("test"))
+        return bearer_client(raw)
+
+    return make
+
+
+@pytest.fixture
+def alice(db: None) -> User:
+    return UserFactory(username="alice")
+
+
+@pytest.fixture
+def bob(db: None) -> User:
+    return UserFactory(username="bob")
+
+
+@pytest.fixture
+def charlie(db: None) -> User:
+    return UserFactory(username="charlie")
+
+
+@pytest.fixture
+def project(alice: User, bob: User) -> Project:
+    """alice's project `alpha`, with bob as a member."""
+    created = project_create(slug="alpha", name="Alpha", owner=alice,
+                             actor=Actor.for_system("test"))
+    access = project_access(slug="alpha", actor=Actor(user=alice))
+    membership_add(access=access, user=bob, role=Role.MEMBER)
+    return created
+
+
+@pytest.fixture
+def charlies_project(charlie: User) -> Project:
+    return project_create(slug="charlie-lab", owner=charlie, actor=Actor.for_system("test"))
+
+
+@pytest.fixture
+def alice_client(alice: User, project: Project, make_client: Callable[..., APIClient]) -> APIClient:
+    return make_client(alice)
+
+
+@pytest.fixture
+def alice_ro_client(
+    alice: User, project: Project, make_client: Callable[..., APIClient]
+) -> APIClient:
+    return make_client(alice, read_only=True)
+
+
+@pytest.fixture
+def bob_client(bob: User, project: Project, make_client: Callable[..., APIClient]) -> APIClient:
+    return make_client(bob)
+
+
+@pytest.fixture
+def charlie_client(
+    charlie: User, charlies_project: Project, make_client: Callable[..., APIClient]
+) -> APIClient:
+    return make_client(charlie)

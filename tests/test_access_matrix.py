@@ -1,0 +1,122 @@
+"""Every endpoint against the three ways access can be refused:
+no credentials (401), an outsider (404, indistinguishable from a missing project) and a
+read-only token (403 on writes, success on reads)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.models import ApiToken, User
+from memoryhub.memories.models import Memory
+from projects.models import Project
+from tests.factories import MemoryFactory
+
+P = "/api/v1/projects/alpha"
+M = P + "/memories/{mid}"
+MEMORY_BODY = {"content": "The CI runs on PostgreSQL.", "kind": "fact"}
+
+# (method, path, body) of every project-scoped endpoint.
+PROJECT_ENDPOINTS: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("get", P + "/", None),
+    ("patch", P + "/", {"name": "Renamed"}),
+    ("get", P + "/members/", None),
+    ("post", P + "/members/", {"username": "dave", "role": "viewer"}),
+    ("patch", P + "/members/bob/", {"role": "viewer"}),
+    ("delete", P + "/members/bob/", None),
+    ("get", P + "/memories/", None),
+    ("post", P + "/memories/", MEMORY_BODY),
+    ("post", P + "/memories/bulk/", {"items": [MEMORY_BODY]}),
+    ("get", M + "/", None),
+    ("patch", M + "/", {"title": "new title"}),
+    ("post", M + "/archive/", {"reason": "obsolete"}),
+    ("post", M + "/stale/", {"reason": "outdated"}),
+    ("post", M + "/restore/", {}),
+    ("get", M + "/history/", None),
+]
+ACCOUNT_ENDPOINTS: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("get", "/api/v1/me/", None),
+    ("get", "/api/v1/projects/", None),
+    ("post", "/api/v1/projects/", {"slug": "new-one"}),
+    ("get", "/api/v1/tokens/", None),
+    ("post", "/api/v1/tokens/", {"name": "ci"}),
+    ("post", "/api/v1/tokens/{tid}/revoke/", None),
+    ("get", "/api/v1/memory-kinds/", None),
+]
+ALL_ENDPOINTS = PROJECT_ENDPOINTS + ACCOUNT_ENDPOINTS
+
+
+def ids(endpoints: list[tuple[str, str, Any]]) -> list[str]:
+    return [f"{m.upper()} {p}" for m, p, _ in endpoints]
+
+
+@pytest.fixture
+def memory(project: Project) -> Memory:
+    return MemoryFactory(project=project, status=Memory.Status.STALE, status_reason="old")
+
+
+@pytest.fixture
+def dave(db: None) -> User:
+    return User.objects.create_user("dave")
+
+
+def call(client: APIClient, method: str, path: str, body: Any, **fmt: Any) -> Any:
+    return getattr(client, method)(path.format(**fmt), body, format="json")
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ALL_ENDPOINTS, ids=ids(ALL_ENDPOINTS))
+def test_it_requires_credentials(
+    method: str, path: str, body: Any, memory: Memory, alice: User
+) -> None:
+    token = ApiToken.objects.create(user=alice, name="x", prefix="mh_rw_aaaaaaaa", digest="0" * 64)
+    response = call(APIClient(), method, path, body, mid=memory.public_id, tid=token.public_id)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(("method", "path", "body"), PROJECT_ENDPOINTS, ids=ids(PROJECT_ENDPOINTS))
+def test_it_rejects_outsider_as_not_found(
+    method: str, path: str, body: Any, memory: Memory, charlie_client: APIClient, dave: User
+) -> None:
+    response = call(charlie_client, method, path, body, mid=memory.public_id)
+    missing = call(charlie_client, method, path.replace("alpha", "no-such-project"), body,
+                   mid=memory.public_id)
+    assert response.status_code == 404
+    # The outsider cannot tell alice's project from one that does not exist.
+    assert response.json() == missing.json()
+    assert Project.objects.get(slug="alpha").name == "Alpha"
+    assert Memory.objects.get(pk=memory.pk).status == Memory.Status.STALE
+
+
+def test_it_hides_other_users_tokens(
+    alice: User, charlie_client: APIClient, alice_client: APIClient
+) -> None:
+    token = ApiToken.objects.filter(user=alice).first()
+    assert token is not None
+    response = charlie_client.post(f"/api/v1/tokens/{token.public_id}/revoke/")
+    assert response.status_code == 404
+    token.refresh_from_db()
+    assert token.revoked_at is None
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ALL_ENDPOINTS, ids=ids(ALL_ENDPOINTS))
+def test_read_only_token_reads_but_never_writes(
+    method: str, path: str, body: Any, memory: Memory, alice: User,
+    alice_ro_client: APIClient, dave: User,
+) -> None:
+    token = ApiToken.objects.filter(user=alice).first()
+    assert token is not None
+    before = (Memory.objects.count(), Project.objects.count(), ApiToken.objects.count())
+    response = call(alice_ro_client, method, path, body, mid=memory.public_id,
+                    tid=token.public_id)
+    if method == "get":
+        assert response.status_code == 200, response.content
+    else:
+        assert response.status_code == 403, response.content
+        assert response.json()["error"]["code"] == "permission_denied"
+        assert "read-only" in response.json()["error"]["message"]
+    after = (Memory.objects.count(), Project.objects.count(), ApiToken.objects.count())
+    assert before == after
