@@ -4,6 +4,7 @@ charlie is an outsider with a project of his own. Each has an API client with a 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
@@ -18,8 +19,12 @@ from tests.factories import UserFactory
 
 
 @pytest.fixture(autouse=True)
-def _fast_password_hashing(settings: pytest.FixtureRequest) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # type: ignore[attr-defined]
+def _test_settings(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # The manifest storage needs `collectstatic`; tests render pages without it.
+    settings.STORAGES = settings.STORAGES | {
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
+    }
 
 
 def bearer_client(raw_token: str) -> APIClient:

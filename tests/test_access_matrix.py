@@ -120,3 +120,30 @@ def test_read_only_token_reads_but_never_writes(
         assert "read-only" in response.json()["error"]["message"]
     after = (Memory.objects.count(), Project.objects.count(), ApiToken.objects.count())
     assert before == after
+
+
+WRITE_ENDPOINTS = [e for e in ALL_ENDPOINTS if e[0] != "get"]
+
+
+def _event_count() -> int:
+    from memoryhub.core.models import AuditEvent
+    from memoryhub.memories.models import MemoryEvent
+
+    return AuditEvent.objects.count() + MemoryEvent.objects.count()
+
+
+@pytest.mark.parametrize(("method", "path", "body"), WRITE_ENDPOINTS, ids=ids(WRITE_ENDPOINTS))
+def test_every_successful_write_leaves_an_audit_event(
+    method: str, path: str, body: Any, project: Project, alice: User, alice_client: APIClient,
+    dave: User,
+) -> None:
+    memory = MemoryFactory(project=project, status=Memory.Status.STALE, status_reason="old")
+    if path.endswith(("/archive/", "/stale/")):
+        memory.status = Memory.Status.ACTIVE
+        memory.save(update_fields=["status"])
+    token = ApiToken.objects.filter(user=alice).first()
+    assert token is not None
+    before = _event_count()
+    response = call(alice_client, method, path, body, mid=memory.public_id, tid=token.public_id)
+    assert response.status_code in (200, 201, 204), response.content
+    assert _event_count() > before
