@@ -18,7 +18,8 @@ class Actor:
     @classmethod
     def from_request(cls, request: Any) -> Actor:
         token = request.auth if isinstance(request.auth, ApiToken) else None
-        return cls(user=request.user, token=token)
+        user = request.user if isinstance(request.user, User) else None
+        return cls(user=user, token=token)
 
     @classmethod
     def for_system(cls, name: str, *, user: User | None = None) -> Actor:

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from accounts import selectors, services
 from accounts.models import ApiToken
-from memoryhub.core.api import actor_of, paginated_response
+from memoryhub.core.api import actor_of, paginated_response, user_of
 from projects.selectors import project_access
 
 
@@ -22,7 +22,7 @@ class TokenOutputSerializer(serializers.Serializer):
     name = serializers.CharField()
     prefix = serializers.CharField()
     project = serializers.CharField(source="project.slug", allow_null=True, default=None)
-    read_only = serializers.BooleanField()
+    read_only = serializers.BooleanField()  # type: ignore[assignment]
     status = serializers.CharField()
     created_at = serializers.DateTimeField()
     last_used_at = serializers.DateTimeField(allow_null=True)
@@ -49,15 +49,17 @@ class TokenCollectionApi(APIView):
     class TokenCreateInput(serializers.Serializer):
         name = serializers.CharField(max_length=100)
         project = serializers.CharField(
-            max_length=64, required=False, allow_null=True,
+            max_length=64,
+            required=False,
+            allow_null=True,
             help_text="Slug of the only project this token may use.",
         )
-        read_only = serializers.BooleanField(default=False)
+        read_only = serializers.BooleanField(default=False)  # type: ignore[assignment]
         expires_at = serializers.DateTimeField(required=False, allow_null=True)
 
     @extend_schema(operation_id="tokens_list", responses=TokenOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        tokens = selectors.token_list(user=request.user)
+        tokens = selectors.token_list(user=user_of(request))
         return paginated_response(request, self, tokens, TokenOutputSerializer)
 
     @extend_schema(
@@ -72,10 +74,11 @@ class TokenCollectionApi(APIView):
         data = payload.validated_data
         project = (
             project_access(slug=data["project"], actor=actor).project
-            if data.get("project") else None
+            if data.get("project")
+            else None
         )
         token, raw = services.token_create(
-            user=request.user,
+            user=user_of(request),
             name=data["name"],
             actor=actor,
             project=project,
@@ -89,7 +92,7 @@ class TokenCollectionApi(APIView):
 class TokenRevokeApi(APIView):
     @extend_schema(operation_id="tokens_revoke", request=None, responses=TokenOutputSerializer)
     def post(self, request: Request, token_id: UUID) -> Response:
-        token: ApiToken | None = selectors.token_get(user=request.user, public_id=str(token_id))
+        token: ApiToken | None = selectors.token_get(user=user_of(request), public_id=str(token_id))
         if token is None:
             raise Http404("Token not found.")
         token = services.token_revoke(token=token, actor=actor_of(request))

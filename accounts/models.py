@@ -18,7 +18,9 @@ class ApiToken(models.Model):
     """An agent credential. The plain token is shown once; only prefix + HMAC are stored."""
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tokens"
+    )
     name = models.CharField(max_length=100)
     # Lookup key: the scheme prefix plus the first random characters; not secret on its own.
     prefix = models.CharField(max_length=16, db_index=True)

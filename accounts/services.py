@@ -31,8 +31,13 @@ def user_get_or_create(*, username: str, actor: Actor) -> tuple[User, bool, str 
     user.set_password(password)
     user.full_clean()
     user.save()
-    audit_record(actor=actor, verb="user.created", target_type="user", target_id=user.public_id,
-                 after={"username": username})
+    audit_record(
+        actor=actor,
+        verb="user.created",
+        target_type="user",
+        target_id=user.public_id,
+        after={"username": username},
+    )
     return user, True, password
 
 
@@ -50,17 +55,16 @@ def token_create(
 
     A token-authenticated actor can only mint tokens no broader than its own.
     """
-    if actor.token is not None:
-        if actor.token.project_id is not None and (
-            project is None or project.pk != actor.token.project_id
-        ):
-            raise ApplicationError(
-                "A project-restricted token can only create tokens for its own project.",
-                details={"project": ["required to match the current token's project"]},
-            )
+    restricted_to = actor.restricted_project_id
+    if restricted_to is not None and (project is None or project.pk != restricted_to):
+        raise ApplicationError(
+            "A project-restricted token can only create tokens for its own project.",
+            details={"project": ["required to match the current token's project"]},
+        )
     if expires_at is not None and expires_at <= timezone.now():
-        raise ApplicationError("expires_at must be in the future.",
-                               details={"expires_at": ["must be in the future"]})
+        raise ApplicationError(
+            "expires_at must be in the future.", details={"expires_at": ["must be in the future"]}
+        )
     raw = tokens.generate(read_only=read_only)
     token = ApiToken(
         user=user,
@@ -74,10 +78,17 @@ def token_create(
     token.full_clean()
     token.save()
     audit_record(
-        actor=actor, project=project, verb="token.created", target_type="token",
+        actor=actor,
+        project=project,
+        verb="token.created",
+        target_type="token",
         target_id=token.public_id,
-        after={"name": name, "prefix": token.prefix, "read_only": read_only,
-               "project": project.slug if project else None},
+        after={
+            "name": name,
+            "prefix": token.prefix,
+            "read_only": read_only,
+            "project": project.slug if project else None,
+        },
     )
     return token, raw
 
@@ -88,9 +99,14 @@ def token_revoke(*, token: ApiToken, actor: Actor) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
-        audit_record(actor=actor, verb="token.revoked", target_type="token",
-                     target_id=token.public_id, project=token.project,
-                     after={"prefix": token.prefix})
+        audit_record(
+            actor=actor,
+            verb="token.revoked",
+            target_type="token",
+            target_id=token.public_id,
+            project=token.project,
+            after={"prefix": token.prefix},
+        )
     return token
 
 

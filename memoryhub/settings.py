@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "memoryhub.core",
     "accounts",
     "projects",
@@ -106,7 +107,7 @@ if DATABASE_URL:
     }:
         raise ImproperlyConfigured("DATABASE_URL must be postgres://… or sqlite:///…")
 else:
-    _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "memoryhub.sqlite3"}
+    _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "memoryhub.sqlite3")}
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server and the worker read while the other writes; IMMEDIATE avoids
     # "database is locked" upgrades from read to write transactions.
@@ -167,6 +168,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/v[0-9]+",
+    # Swagger UI assets ship in a package, so the docs work without internet access.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 # --- Celery -----------------------------------------------------------------------------------

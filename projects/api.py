@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import User
-from memoryhub.core.api import actor_of, paginated_response
+from memoryhub.core.api import actor_of, paginated_response, user_of
 from projects import selectors, services
 from projects.models import PROJECT_SETTINGS_MAX_BYTES, Role
 
@@ -50,7 +50,9 @@ class ProjectCollectionApi(APIView):
             raise PermissionDenied("A project-restricted token cannot create projects.")
         payload = self.ProjectCreateInput(data=request.data)
         payload.is_valid(raise_exception=True)
-        project = services.project_create(owner=request.user, actor=actor, **payload.validated_data)
+        project = services.project_create(
+            owner=user_of(request), actor=actor, **payload.validated_data
+        )
         return Response(ProjectOutputSerializer(project).data, status=status.HTTP_201_CREATED)
 
 
@@ -69,7 +71,9 @@ class ProjectDetailApi(APIView):
         return Response(ProjectOutputSerializer(access.project).data)
 
     @extend_schema(
-        operation_id="projects_update", request=ProjectUpdateInput, responses=ProjectOutputSerializer
+        operation_id="projects_update",
+        request=ProjectUpdateInput,
+        responses=ProjectOutputSerializer,
     )
     def patch(self, request: Request, slug: str) -> Response:
         access = selectors.project_access(
@@ -122,8 +126,9 @@ class MemberCollectionApi(APIView):
 
 
 class MemberDetailApi(APIView):
-    @extend_schema(operation_id="members_change_role", request=RoleSerializer,
-                   responses=MemberOutputSerializer)
+    @extend_schema(
+        operation_id="members_change_role", request=RoleSerializer, responses=MemberOutputSerializer
+    )
     def patch(self, request: Request, slug: str, username: str) -> Response:
         access = selectors.project_access(
             slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER
@@ -142,5 +147,3 @@ class MemberDetailApi(APIView):
         membership = selectors.membership_get(project=access.project, username=username)
         services.membership_remove(access=access, membership=membership)
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-

@@ -42,8 +42,14 @@ def project_create(
     except IntegrityError:
         raise Conflict("This slug is not available.", details={"slug": ["not available"]}) from None
     ProjectMembership.objects.create(project=project, user=owner, role=Role.OWNER)
-    audit_record(actor=actor, project=project, verb="project.created", target_type="project",
-                 target_id=project.public_id, after=project.to_dict() | {"owner": owner.username})
+    audit_record(
+        actor=actor,
+        project=project,
+        verb="project.created",
+        target_type="project",
+        target_id=project.public_id,
+        after=project.to_dict() | {"owner": owner.username},
+    )
     return project
 
 
@@ -61,9 +67,13 @@ def project_update(*, access: ProjectAccess, changes: dict[str, Any]) -> Project
     if changed:
         project.save(update_fields=[*changed, "updated_at"])
         audit_record(
-            actor=access.actor, project=project, verb="project.updated", target_type="project",
+            actor=access.actor,
+            project=project,
+            verb="project.updated",
+            target_type="project",
             target_id=project.public_id,
-            before={f: before[f] for f in changed}, after={f: getattr(project, f) for f in changed},
+            before={f: before[f] for f in changed},
+            after={f: getattr(project, f) for f in changed},
         )
     return project
 
@@ -72,8 +82,10 @@ def _check_can_manage(access: ProjectAccess, *, target_role: Role, new_role: Rol
     """Owners manage everyone; maintainers manage roles up to maintainer."""
     if access.role == Role.OWNER:
         return
-    if access.role == Role.MAINTAINER and target_role != Role.OWNER and (
-        new_role is None or new_role != Role.OWNER
+    if (
+        access.role == Role.MAINTAINER
+        and target_role != Role.OWNER
+        and (new_role is None or new_role != Role.OWNER)
     ):
         return
     raise PermissionDenied("Only owners can grant, change or remove the owner role.")
@@ -95,9 +107,14 @@ def membership_add(*, access: ProjectAccess, user: User, role: Role) -> ProjectM
     if ProjectMembership.objects.filter(project=access.project, user=user).exists():
         raise Conflict(f"{user.username} is already a member.")
     membership = ProjectMembership.objects.create(project=access.project, user=user, role=role)
-    audit_record(actor=access.actor, project=access.project, verb="member.added",
-                 target_type="user", target_id=user.public_id,
-                 after={"username": user.username, "role": role})
+    audit_record(
+        actor=access.actor,
+        project=access.project,
+        verb="member.added",
+        target_type="user",
+        target_id=user.public_id,
+        after={"username": user.username, "role": role},
+    )
     return membership
 
 
@@ -112,9 +129,15 @@ def membership_change_role(
     _check_not_last_owner(membership)
     membership.role = role
     membership.save(update_fields=["role"])
-    audit_record(actor=access.actor, project=access.project, verb="member.role_changed",
-                 target_type="user", target_id=membership.user.public_id,
-                 before={"role": old}, after={"role": role})
+    audit_record(
+        actor=access.actor,
+        project=access.project,
+        verb="member.role_changed",
+        target_type="user",
+        target_id=membership.user.public_id,
+        before={"role": old},
+        after={"role": role},
+    )
     return membership
 
 
@@ -129,6 +152,11 @@ def membership_remove(*, access: ProjectAccess, membership: ProjectMembership) -
     user = membership.user
     role = membership.role
     membership.delete()
-    audit_record(actor=access.actor, project=access.project, verb="member.removed",
-                 target_type="user", target_id=user.public_id,
-                 before={"username": user.username, "role": role})
+    audit_record(
+        actor=access.actor,
+        project=access.project,
+        verb="member.removed",
+        target_type="user",
+        target_id=user.public_id,
+        before={"username": user.username, "role": role},
+    )

@@ -13,8 +13,8 @@ from accounts.actors import Actor
 from accounts.models import User
 from accounts.services import token_create
 from projects.models import Project, Role
-from projects.services import membership_add, project_create
 from projects.selectors import project_access
+from projects.services import membership_add, project_create
 from tests.factories import UserFactory
 
 
@@ -38,8 +38,13 @@ def make_client(db: None) -> Callable[..., APIClient]:
     """make_client(user, project=None, read_only=False) → an APIClient with a fresh token."""
 
     def make(user: User, *, project: Project | None = None, read_only: bool = False) -> APIClient:
-        _, raw = token_create(user=user, name="test", project=project, read_only=read_only,
-                              actor=Actor.for_system("test"))
+        _, raw = token_create(
+            user=user,
+            name="test",
+            project=project,
+            read_only=read_only,
+            actor=Actor.for_system("test"),
+        )
         return bearer_client(raw)
 
     return make
@@ -47,24 +52,25 @@ def make_client(db: None) -> Callable[..., APIClient]:
 
 @pytest.fixture
 def alice(db: None) -> User:
-    return UserFactory(username="alice")
+    return UserFactory.create(username="alice")
 
 
 @pytest.fixture
 def bob(db: None) -> User:
-    return UserFactory(username="bob")
+    return UserFactory.create(username="bob")
 
 
 @pytest.fixture
 def charlie(db: None) -> User:
-    return UserFactory(username="charlie")
+    return UserFactory.create(username="charlie")
 
 
 @pytest.fixture
 def project(alice: User, bob: User) -> Project:
     """alice's project `alpha`, with bob as a member."""
-    created = project_create(slug="alpha", name="Alpha", owner=alice,
-                             actor=Actor.for_system("test"))
+    created = project_create(
+        slug="alpha", name="Alpha", owner=alice, actor=Actor.for_system("test")
+    )
     access = project_access(slug="alpha", actor=Actor(user=alice))
     membership_add(access=access, user=bob, role=Role.MEMBER)
     return created

@@ -54,7 +54,7 @@ def ids(endpoints: list[tuple[str, str, Any]]) -> list[str]:
 
 @pytest.fixture
 def memory(project: Project) -> Memory:
-    return MemoryFactory(project=project, status=Memory.Status.STALE, status_reason="old")
+    return MemoryFactory.create(project=project, status=Memory.Status.STALE, status_reason="old")
 
 
 @pytest.fixture
@@ -82,8 +82,9 @@ def test_it_rejects_outsider_as_not_found(
     method: str, path: str, body: Any, memory: Memory, charlie_client: APIClient, dave: User
 ) -> None:
     response = call(charlie_client, method, path, body, mid=memory.public_id)
-    missing = call(charlie_client, method, path.replace("alpha", "no-such-project"), body,
-                   mid=memory.public_id)
+    missing = call(
+        charlie_client, method, path.replace("alpha", "no-such-project"), body, mid=memory.public_id
+    )
     assert response.status_code == 404
     # The outsider cannot tell alice's project from one that does not exist.
     assert response.json() == missing.json()
@@ -104,14 +105,18 @@ def test_it_hides_other_users_tokens(
 
 @pytest.mark.parametrize(("method", "path", "body"), ALL_ENDPOINTS, ids=ids(ALL_ENDPOINTS))
 def test_read_only_token_reads_but_never_writes(
-    method: str, path: str, body: Any, memory: Memory, alice: User,
-    alice_ro_client: APIClient, dave: User,
+    method: str,
+    path: str,
+    body: Any,
+    memory: Memory,
+    alice: User,
+    alice_ro_client: APIClient,
+    dave: User,
 ) -> None:
     token = ApiToken.objects.filter(user=alice).first()
     assert token is not None
     before = (Memory.objects.count(), Project.objects.count(), ApiToken.objects.count())
-    response = call(alice_ro_client, method, path, body, mid=memory.public_id,
-                    tid=token.public_id)
+    response = call(alice_ro_client, method, path, body, mid=memory.public_id, tid=token.public_id)
     if method == "get":
         assert response.status_code == 200, response.content
     else:
@@ -134,10 +139,15 @@ def _event_count() -> int:
 
 @pytest.mark.parametrize(("method", "path", "body"), WRITE_ENDPOINTS, ids=ids(WRITE_ENDPOINTS))
 def test_every_successful_write_leaves_an_audit_event(
-    method: str, path: str, body: Any, project: Project, alice: User, alice_client: APIClient,
+    method: str,
+    path: str,
+    body: Any,
+    project: Project,
+    alice: User,
+    alice_client: APIClient,
     dave: User,
 ) -> None:
-    memory = MemoryFactory(project=project, status=Memory.Status.STALE, status_reason="old")
+    memory = MemoryFactory.create(project=project, status=Memory.Status.STALE, status_reason="old")
     if path.endswith(("/archive/", "/stale/")):
         memory.status = Memory.Status.ACTIVE
         memory.save(update_fields=["status"])

@@ -8,16 +8,25 @@ from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import Actor
+from accounts.models import User
 
 
 def actor_of(request: Request) -> Actor:
     return Actor.from_request(request)
+
+
+def user_of(request: Request) -> User:
+    """The authenticated person (the default permission class guarantees there is one)."""
+    if not isinstance(request.user, User):
+        raise NotAuthenticated()
+    return request.user
 
 
 class Pagination(LimitOffsetPagination):
@@ -31,7 +40,10 @@ class Pagination(LimitOffsetPagination):
 
 
 def paginated_response(
-    request: Request, view: APIView, queryset: QuerySet[Any], serializer: type[serializers.Serializer]
+    request: Request,
+    view: APIView,
+    queryset: QuerySet[Any],
+    serializer: type[serializers.Serializer],
 ) -> Response:
     paginator = Pagination()
     page = paginator.paginate_queryset(queryset, request, view=view)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,7 +18,7 @@ def audit_record(
     actor: Actor,
     verb: str,
     target_type: str,
-    target_id: str | int,
+    target_id: str | int | UUID,
     project: Project | None = None,
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 
 
 @shared_task(bind=True, ignore_result=True)
-def worker_heartbeat(self) -> None:  # type: ignore[no-untyped-def]
+def worker_heartbeat(self: Task) -> None:
     from memoryhub.core import services
 
     services.worker_heartbeat_record(hostname=self.request.hostname or "unknown")

@@ -52,10 +52,9 @@ class MemoryInputSerializer(serializers.Serializer):
     )
     goal = serializers.CharField(max_length=500, required=False, allow_blank=True)
     metadata = serializers.DictField(required=False)
-    source = SourceSerializer(required=False)
+    source = SourceSerializer(required=False)  # type: ignore[assignment]
     created_at = serializers.DateTimeField(required=False)
     updated_at = serializers.DateTimeField(required=False)
-
 
 
 def _to_input(validated: dict[str, Any]) -> services.MemoryInput:
@@ -126,9 +125,7 @@ class MemoryFilterSerializer(serializers.Serializer):
         statuses = data.pop("status", ()) or selectors.DEFAULT_STATUSES
         if "all" in statuses:
             statuses = tuple(Memory.Status.values)
-        return selectors.MemoryFilters(
-            kinds=data.pop("kind", ()), statuses=tuple(statuses), **data
-        )
+        return selectors.MemoryFilters(kinds=data.pop("kind", ()), statuses=tuple(statuses), **data)
 
 
 def _access(request: Request, slug: str, *, write: bool = False) -> ProjectAccess:
@@ -192,8 +189,9 @@ class MemoryBulkCreateApi(APIView):
         memories = services.memory_bulk_create(
             project=access.project, actor=access.actor, items=inputs
         )
-        return Response({"ids": [str(m.public_id) for m in memories]},
-                        status=status.HTTP_201_CREATED)
+        return Response(
+            {"ids": [str(m.public_id) for m in memories]}, status=status.HTTP_201_CREATED
+        )
 
 
 class MemoryDetailApi(APIView):
@@ -205,7 +203,9 @@ class MemoryDetailApi(APIView):
         goal = serializers.CharField(max_length=500, required=False, allow_blank=True)
         title = serializers.CharField(max_length=200, required=False, allow_blank=True)
         content = serializers.CharField(required=False, trim_whitespace=False)
-        keywords = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+        keywords = serializers.ListField(
+            child=serializers.CharField(allow_blank=True), required=False
+        )
         importance = serializers.IntegerField(min_value=1, max_value=32767, required=False)
         metadata = serializers.DictField(required=False)
 
@@ -225,8 +225,11 @@ class MemoryDetailApi(APIView):
         memory = services.memory_update(
             memory=memory, actor=access.actor, changes=dict(payload.validated_data)
         )
-        return Response(MemoryOutputSerializer(selectors.memory_get(
-            access=access, public_id=str(memory.public_id))).data)
+        return Response(
+            MemoryOutputSerializer(
+                selectors.memory_get(access=access, public_id=str(memory.public_id))
+            ).data
+        )
 
 
 class StatusChangeSerializer(serializers.Serializer):
@@ -245,7 +248,8 @@ class _MemoryStatusApi(APIView):
         successor_id = payload.validated_data.get("superseded_by")
         successor = (
             selectors.memory_get(access=access, public_id=str(successor_id))
-            if successor_id else None
+            if successor_id
+            else None
         )
         memory = services.memory_set_status(
             memory=memory,
@@ -254,14 +258,21 @@ class _MemoryStatusApi(APIView):
             reason=payload.validated_data["reason"],
             superseded_by=successor,
         )
-        return Response(MemoryOutputSerializer(selectors.memory_get(
-            access=access, public_id=str(memory.public_id))).data)
+        return Response(
+            MemoryOutputSerializer(
+                selectors.memory_get(access=access, public_id=str(memory.public_id))
+            ).data
+        )
 
 
 def _status_schema(operation_id: str) -> Any:
-    return extend_schema_view(post=extend_schema(
-        operation_id=operation_id, request=StatusChangeSerializer, responses=MemoryOutputSerializer
-    ))
+    return extend_schema_view(
+        post=extend_schema(
+            operation_id=operation_id,
+            request=StatusChangeSerializer,
+            responses=MemoryOutputSerializer,
+        )
+    )
 
 
 @_status_schema("memories_archive")
@@ -288,7 +299,9 @@ class MemoryEventOutputSerializer(serializers.Serializer):
 
 
 class MemoryHistoryApi(APIView):
-    @extend_schema(operation_id="memories_history", responses=MemoryEventOutputSerializer(many=True))
+    @extend_schema(
+        operation_id="memories_history", responses=MemoryEventOutputSerializer(many=True)
+    )
     def get(self, request: Request, slug: str, memory_id: str) -> Response:
         memory = selectors.memory_get(access=_access(request, slug), public_id=memory_id)
         events = selectors.memory_events(memory=memory)

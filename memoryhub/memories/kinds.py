@@ -4,8 +4,8 @@
 |-----------|---------------|-----------------------------|------------------|-------------------|
 | soul      | user          | –                           | –                | soul              |
 | user      | user          | 用户偏好 user-preference     | user             | user              |
-| feedback  | user          | 纠正反馈 feedback-correction | feedback         | (lesson, corrected) |
-| project   | project       | 项目知识 project-knowledge   | project          | project (+ subcategory) |
+| feedback  | user          | 纠正反馈 feedback-correction | feedback         | lesson (corrected) |
+| project   | project       | 项目知识 project-knowledge   | project          | project + subcat. |
 | reference | project       | 参考资料 reference           | reference        | –                 |
 | fact      | project       | –                           | –                | fact              |
 | lesson    | project       | –                           | –                | lesson            |

@@ -58,7 +58,9 @@ class Memory(models.Model):
         SYSTEM = "system"
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="memories")
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.CASCADE, related_name="memories"
+    )
     scope = models.CharField(max_length=8, choices=Scope.choices)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
@@ -98,20 +100,25 @@ class Memory(models.Model):
         verbose_name_plural = "memories"
         constraints = [
             models.CheckConstraint(
-                condition=(models.Q(scope=Scope.USER, owner__isnull=False)
-                           | models.Q(scope=Scope.PROJECT, owner__isnull=True)),
+                condition=(
+                    models.Q(scope=Scope.USER, owner__isnull=False)
+                    | models.Q(scope=Scope.PROJECT, owner__isnull=True)
+                ),
                 name="memory_owner_matches_scope",
             ),
-            models.CheckConstraint(condition=models.Q(importance__gte=1),
-                                   name="memory_importance_positive"),
+            models.CheckConstraint(
+                condition=models.Q(importance__gte=1), name="memory_importance_positive"
+            ),
             models.CheckConstraint(
                 condition=models.Q(subcategory="") | models.Q(kind=Kind.PROJECT),
                 name="memory_subcategory_only_for_project",
             ),
             models.CheckConstraint(
-                condition=(models.Q(source_record_start__isnull=True)
-                           | models.Q(source_record_end__isnull=True)
-                           | models.Q(source_record_end__gte=models.F("source_record_start"))),
+                condition=(
+                    models.Q(source_record_start__isnull=True)
+                    | models.Q(source_record_end__isnull=True)
+                    | models.Q(source_record_end__gte=models.F("source_record_start"))
+                ),
                 name="memory_record_range_ordered",
             ),
         ]

@@ -18,8 +18,16 @@ from memoryhub.memories.models import Memory, MemoryEvent, content_hash
 from projects.models import Project
 
 BULK_MAX_ITEMS = 1000
-EDITABLE_FIELDS = ("kind", "subcategory", "goal", "title", "content", "keywords", "importance",
-                   "metadata")
+EDITABLE_FIELDS = (
+    "kind",
+    "subcategory",
+    "goal",
+    "title",
+    "content",
+    "keywords",
+    "importance",
+    "metadata",
+)
 
 
 @dataclass
@@ -101,7 +109,6 @@ def _build(project: Project, actor: Actor, data: MemoryInput) -> Memory:
     return memory
 
 
-
 class BulkValidationError(ApplicationError):
     code = "validation_error"
 
@@ -129,8 +136,10 @@ def memory_bulk_create(
     Validation errors are collected for every item and raised together, keyed by item index.
     """
     if len(items) > BULK_MAX_ITEMS:
-        raise ApplicationError(f"At most {BULK_MAX_ITEMS} memories per request.",
-                               details={"items": [f"got {len(items)}"]})
+        raise ApplicationError(
+            f"At most {BULK_MAX_ITEMS} memories per request.",
+            details={"items": [f"got {len(items)}"]},
+        )
     memories: list[Memory] = []
     errors: dict[str, Any] = {}
     for index, item in enumerate(items):
@@ -145,7 +154,6 @@ def memory_bulk_create(
         [_event(m, actor, "created", None, m.snapshot()) for m in memories], batch_size=500
     )
     return memories
-
 
 
 @transaction.atomic
@@ -165,15 +173,18 @@ def memory_update(*, memory: Memory, actor: Actor, changes: dict[str, Any]) -> M
     memory.updated_at = timezone.now()
     memory.save(update_fields=[*changed, "content_hash", "updated_at"])
     after = memory.snapshot()
-    _event(memory, actor, "updated", {n: before[n] for n in changed},
-           {n: after[n] for n in changed}).save()
+    _event(
+        memory, actor, "updated", {n: before[n] for n in changed}, {n: after[n] for n in changed}
+    ).save()
     return memory
 
 
 # Allowed transitions: target status -> statuses it may come from, and the event verb.
 _TRANSITIONS: dict[str, tuple[set[str], str]] = {
     Memory.Status.ARCHIVED: (
-        {Memory.Status.PROPOSED, Memory.Status.ACTIVE, Memory.Status.STALE}, "archived"),
+        {Memory.Status.PROPOSED, Memory.Status.ACTIVE, Memory.Status.STALE},
+        "archived",
+    ),
     Memory.Status.STALE: ({Memory.Status.ACTIVE, Memory.Status.PROPOSED}, "marked_stale"),
     Memory.Status.ACTIVE: ({Memory.Status.STALE, Memory.Status.ARCHIVED}, "restored"),
 }

@@ -48,10 +48,12 @@ def test_revoked_and_expired_tokens_stop_working(alice_client: APIClient, alice:
 
     soon = alice_client.post("/api/v1/tokens/", {"name": "short"}, format="json").json()
     ApiToken.objects.filter(public_id=soon["id"]).update(
-        expires_at=timezone.now() - timedelta(seconds=1))
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
     assert bearer_client(soon["token"]).get("/api/v1/me/").status_code == 401
-    past = alice_client.post("/api/v1/tokens/", {"name": "p", "expires_at": "2000-01-01T00:00Z"},
-                             format="json")
+    past = alice_client.post(
+        "/api/v1/tokens/", {"name": "p", "expires_at": "2000-01-01T00:00Z"}, format="json"
+    )
     assert past.status_code == 400 and "expires_at" in past.json()["error"]["details"]
 
 
@@ -64,21 +66,25 @@ def test_last_used_is_recorded(alice_client: APIClient, alice: User) -> None:
 def test_read_only_and_restricted_tokens(
     alice_client: APIClient, project: Project, charlies_project: Project
 ) -> None:
-    ro = alice_client.post("/api/v1/tokens/", {"name": "ro", "read_only": True,
-                                               "project": "alpha"}, format="json").json()
+    ro = alice_client.post(
+        "/api/v1/tokens/", {"name": "ro", "read_only": True, "project": "alpha"}, format="json"
+    ).json()
     assert ro["token"].startswith("mh_ro_") and ro["project"] == "alpha" and ro["read_only"]
-    other = alice_client.post("/api/v1/tokens/", {"name": "x", "project": "charlie-lab"},
-                              format="json")
+    other = alice_client.post(
+        "/api/v1/tokens/", {"name": "x", "project": "charlie-lab"}, format="json"
+    )
     assert other.status_code == 404  # alice is not in charlie's project
 
 
-def test_restricted_token_cannot_mint_broader_tokens(alice: User, project: Project,
-                                                     make_client: Any) -> None:
+def test_restricted_token_cannot_mint_broader_tokens(
+    alice: User, project: Project, make_client: Any
+) -> None:
     restricted = make_client(alice, project=project)
     broad = restricted.post("/api/v1/tokens/", {"name": "broad"}, format="json")
     assert broad.status_code == 400
-    narrow = restricted.post("/api/v1/tokens/", {"name": "narrow", "project": "alpha"},
-                             format="json")
+    narrow = restricted.post(
+        "/api/v1/tokens/", {"name": "narrow", "project": "alpha"}, format="json"
+    )
     assert narrow.status_code == 201
 
 
@@ -92,7 +98,8 @@ def test_session_auth_requires_csrf(alice: User, project: Project) -> None:
     assert "CSRF" in refused.json()["error"]["message"]
     client.get("/admin/login/")  # sets the csrftoken cookie
     csrf = client.cookies["csrftoken"].value
-    accepted = client.post("/api/v1/projects/alpha/memories/", body, format="json",
-                           HTTP_X_CSRFTOKEN=csrf)
+    accepted = client.post(
+        "/api/v1/projects/alpha/memories/", body, format="json", HTTP_X_CSRFTOKEN=csrf
+    )
     assert accepted.status_code == 201
     assert accepted.json()["provenance"]["via"] == "user"

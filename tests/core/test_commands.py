@@ -33,8 +33,9 @@ def test_project_create_makes_the_owner_when_missing(db: None) -> None:
 
 def test_token_create_prints_only_the_token(db: None) -> None:
     run("project_create", "web-app", "--owner", "erin")
-    out, _ = run("token_create", "--user", "erin", "--project", "web-app", "--read-only",
-                 "--name", "ci-bot")
+    out, _ = run(
+        "token_create", "--user", "erin", "--project", "web-app", "--read-only", "--name", "ci-bot"
+    )
     raw = out.strip()
     assert "\n" not in raw and raw.startswith("mh_ro_")
     token = ApiToken.objects.get(name="ci-bot")

@@ -76,7 +76,7 @@ def test_oversized_body_over_real_http(live_server: Any, settings: Any) -> None:
     from tests.factories import UserFactory
 
     settings.API_MAX_BODY_BYTES = 64 * 1024
-    alice = UserFactory(username="alice")
+    alice = UserFactory.create(username="alice")
     project = project_create(slug="alpha", owner=alice, actor=Actor(user=alice))
     _, raw = token_create(user=alice, name="t", project=project, actor=Actor(user=alice))
     headers = {"Authorization": f"Bearer {raw}"}

@@ -27,11 +27,11 @@ def test_healthz_fails_when_the_broker_is_unreachable(db: None, settings: Any) -
     from memoryhub.celery import app
 
     original = app.conf.broker_url
-    app.conf.broker_url = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    app.conf.broker_url = "redis://127.0.0.1:1/0"  # type: ignore[misc]  # nothing listens on port 1
     try:
         response = APIClient().get("/healthz")
     finally:
-        app.conf.broker_url = original
+        app.conf.broker_url = original  # type: ignore[misc]
     assert response.status_code == 503
     assert response.json()["status"] == "unavailable"
     assert response.json()["broker"]["ok"] is False
@@ -40,7 +40,11 @@ def test_healthz_fails_when_the_broker_is_unreachable(db: None, settings: Any) -
 def _start_django(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", "import django; django.setup()"],
-        cwd=ROOT, env=os.environ | env, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=os.environ | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -56,9 +60,7 @@ def _start_django(**env: str) -> subprocess.CompletedProcess[str]:
         ("SECRET_KEY_FILE", "/nonexistent/secret", "cannot be read"),
     ],
 )
-def test_malformed_configuration_fails_loudly_at_start(
-    name: str, value: str, message: str
-) -> None:
+def test_malformed_configuration_fails_loudly_at_start(name: str, value: str, message: str) -> None:
     result = _start_django(**{name: value})
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr

@@ -35,10 +35,27 @@ def worker_queue(transactional_db: None) -> Iterator[str]:
     queue = f"test-{uuid.uuid4().hex[:8]}"
     env = os.environ | {"DATABASE_URL": _database_url_of_test_db()}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "-Q", queue,
-         "--concurrency=1", "--pool=solo", "--without-gossip", "--without-mingle",
-         f"--hostname={queue}@%h", "--loglevel=WARNING"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memoryhub",
+            "worker",
+            "-Q",
+            queue,
+            "--concurrency=1",
+            "--pool=solo",
+            "--without-gossip",
+            "--without-mingle",
+            f"--hostname={queue}@%h",
+            "--loglevel=WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         yield queue
@@ -66,8 +83,9 @@ def _wait_for(predicate: Any, timeout: float = 60.0) -> bool:
 def test_a_real_worker_runs_tasks_and_healthz_sees_it(worker_queue: str) -> None:
     assert APIClient().get("/healthz").json()["worker"] == {"seen": False}
     worker_heartbeat.apply_async(queue=worker_queue)
-    assert _wait_for(lambda: WorkerHeartbeat.objects.filter(
-        hostname__startswith=worker_queue).exists()), "the worker never ran the task"
+    assert _wait_for(
+        lambda: WorkerHeartbeat.objects.filter(hostname__startswith=worker_queue).exists()
+    ), "the worker never ran the task"
     health = APIClient().get("/healthz").json()
     assert health["worker"]["alive"] is True
     assert health["worker"]["hostname"].startswith(worker_queue)

@@ -37,9 +37,14 @@ def test_it_creates_a_memory_with_provenance(alice_client: APIClient) -> None:
     assert body["keywords"] == ["release", "deploy"]
     assert body["importance"] == 3 and body["subcategory"] == "ops"
     assert body["status"] == "active"
-    assert body["provenance"] == {"session": "sess-1", "record_start": 4, "record_end": 12,
-                                  "via": "token", "user": "alice",
-                                  "token": body["provenance"]["token"]}
+    assert body["provenance"] == {
+        "session": "sess-1",
+        "record_start": 4,
+        "record_end": 12,
+        "via": "token",
+        "user": "alice",
+        "token": body["provenance"]["token"],
+    }
     assert body["provenance"]["token"].startswith("mh_rw_")
     memory = Memory.objects.get(public_id=body["id"])
     assert len(memory.content_hash) == 64
@@ -103,11 +108,23 @@ def test_user_scope_memories_are_private_to_their_owner(
 
 def test_list_filters(alice_client: APIClient, project: Project) -> None:
     old = datetime(2024, 1, 1, tzinfo=UTC)
-    MemoryFactory(project=project, kind="fact", importance=1, content="pytest runs tests",
-                  created_at=old, updated_at=old)
-    MemoryFactory(project=project, kind="lesson", importance=3, content="Never force-push main")
-    MemoryFactory(project=project, kind="project", subcategory="todo", content="Add MCP server")
-    MemoryFactory(project=project, kind="fact", status=Memory.Status.ARCHIVED, content="gone")
+    MemoryFactory.create(
+        project=project,
+        kind="fact",
+        importance=1,
+        content="pytest runs tests",
+        created_at=old,
+        updated_at=old,
+    )
+    MemoryFactory.create(
+        project=project, kind="lesson", importance=3, content="Never force-push main"
+    )
+    MemoryFactory.create(
+        project=project, kind="project", subcategory="todo", content="Add MCP server"
+    )
+    MemoryFactory.create(
+        project=project, kind="fact", status=Memory.Status.ARCHIVED, content="gone"
+    )
 
     def contents(**params: Any) -> set[str]:
         response = alice_client.get(URL, params)
@@ -135,7 +152,9 @@ def test_list_is_paginated_newest_first_in_constant_queries(
 ) -> None:
     base = datetime(2025, 1, 1, tzinfo=UTC)
     for i in range(30):
-        MemoryFactory(project=project, content=f"memory {i}", updated_at=base + timedelta(hours=i))
+        MemoryFactory.create(
+            project=project, content=f"memory {i}", updated_at=base + timedelta(hours=i)
+        )
     alice_client.get(URL)  # the token's first use writes last_used_at; measure after it
     with CaptureQueriesContext(connection) as small:
         alice_client.get(URL, {"limit": 2})
@@ -148,8 +167,15 @@ def test_list_is_paginated_newest_first_in_constant_queries(
 
 
 def test_bulk_create_returns_ids_in_input_order(alice_client: APIClient) -> None:
-    items = [{"content": f"fact {i}", "kind": "fact", "importance": 1 + i % 3,
-              "created_at": "2023-05-01T10:00:00Z"} for i in range(1000)]
+    items = [
+        {
+            "content": f"fact {i}",
+            "kind": "fact",
+            "importance": 1 + i % 3,
+            "created_at": "2023-05-01T10:00:00Z",
+        }
+        for i in range(1000)
+    ]
     response = alice_client.post(URL + "bulk/", {"items": items}, format="json")
     assert response.status_code == 201, response.content
     ids = response.json()["ids"]
@@ -169,8 +195,10 @@ def test_bulk_create_is_all_or_nothing(alice_client: APIClient) -> None:
 
 
 def test_bulk_create_rejects_model_level_errors_atomically(alice_client: APIClient) -> None:
-    items = [{"content": "ok", "kind": "fact"},
-             {"content": "x", "kind": "fact", "subcategory": "todo"}]
+    items = [
+        {"content": "ok", "kind": "fact"},
+        {"content": "x", "kind": "fact", "subcategory": "todo"},
+    ]
     response = alice_client.post(URL + "bulk/", {"items": items}, format="json")
     assert response.status_code == 400
     assert "1" in response.json()["error"]["details"]["items"]
@@ -188,8 +216,9 @@ def test_bulk_create_limits_the_batch(alice_client: APIClient) -> None:
 def test_update_records_only_changed_fields(alice_client: APIClient) -> None:
     memory = create(alice_client, content="Use ruff.", kind="fact").json()
     url = f"{URL}{memory['id']}/"
-    response = alice_client.patch(url, {"content": "Use ruff and mypy.", "importance": 2,
-                                        "title": ""}, format="json")
+    response = alice_client.patch(
+        url, {"content": "Use ruff and mypy.", "importance": 2, "title": ""}, format="json"
+    )
     assert response.status_code == 200, response.content
     assert response.json()["content"] == "Use ruff and mypy."
     assert response.json()["content_hash"] != memory["content_hash"]
@@ -206,17 +235,24 @@ def test_status_changes_and_history(alice_client: APIClient, bob_client: APIClie
     url = f"{URL}{a['id']}/"
     no_reason = bob_client.post(url + "stale/", {}, format="json")
     assert no_reason.status_code == 400 and "reason" in no_reason.json()["error"]["details"]
-    stale = bob_client.post(url + "stale/", {"reason": "upgraded", "superseded_by": b["id"]},
-                            format="json").json()
+    stale = bob_client.post(
+        url + "stale/", {"reason": "upgraded", "superseded_by": b["id"]}, format="json"
+    ).json()
     assert (stale["status"], stale["status_reason"], stale["superseded_by"]) == (
-        "stale", "upgraded", b["id"])
+        "stale",
+        "upgraded",
+        b["id"],
+    )
     again = bob_client.post(url + "stale/", {"reason": "again"}, format="json")
     assert again.status_code == 400 and again.json()["error"]["code"] == "invalid_request"
     archived = bob_client.post(url + "archive/", {"reason": "wrong"}, format="json").json()
     assert archived["status"] == "archived"
     restored = alice_client.post(url + "restore/", {}, format="json").json()
     assert (restored["status"], restored["status_reason"], restored["superseded_by"]) == (
-        "active", "", None)
+        "active",
+        "",
+        None,
+    )
     verbs = [e["verb"] for e in alice_client.get(url + "history/").json()["results"]]
     assert verbs == ["created", "marked_stale", "archived", "restored"]
 
@@ -225,10 +261,12 @@ def test_superseded_by_must_be_visible_in_the_same_project(
     alice_client: APIClient, charlie_client: APIClient
 ) -> None:
     a = create(alice_client, content="one", kind="fact").json()
-    other = charlie_client.post("/api/v1/projects/charlie-lab/memories/",
-                                {"content": "c", "kind": "fact"}, format="json").json()
-    response = alice_client.post(f"{URL}{a['id']}/archive/", {"superseded_by": other["id"]},
-                                 format="json")
+    other = charlie_client.post(
+        "/api/v1/projects/charlie-lab/memories/", {"content": "c", "kind": "fact"}, format="json"
+    ).json()
+    response = alice_client.post(
+        f"{URL}{a['id']}/archive/", {"superseded_by": other["id"]}, format="json"
+    )
     assert response.status_code == 404
     assert Memory.objects.get(public_id=a["id"]).status == "active"
 
@@ -237,8 +275,9 @@ def test_viewer_cannot_write(make_client: Any, project: Project, alice_client: A
     from accounts.models import User
 
     User.objects.create_user("vera")
-    alice_client.post("/api/v1/projects/alpha/members/", {"username": "vera", "role": "viewer"},
-                      format="json")
+    alice_client.post(
+        "/api/v1/projects/alpha/members/", {"username": "vera", "role": "viewer"}, format="json"
+    )
     vera = make_client(User.objects.get(username="vera"))
     assert vera.get(URL).status_code == 200
     response = create(vera)
@@ -248,9 +287,24 @@ def test_viewer_cannot_write(make_client: Any, project: Project, alice_client: A
 
 def test_kinds_endpoint_documents_the_taxonomy(alice_client: APIClient) -> None:
     kinds = {k["kind"]: k for k in alice_client.get("/api/v1/memory-kinds/").json()}
-    assert set(kinds) == {"soul", "user", "feedback", "project", "reference", "fact", "lesson",
-                          "topic", "rule"}
+    assert set(kinds) == {
+        "soul",
+        "user",
+        "feedback",
+        "project",
+        "reference",
+        "fact",
+        "lesson",
+        "topic",
+        "rule",
+    }
     assert "user-preference" in kinds["user"]["aliases"]
-    assert kinds["project"]["subcategories"] == ["overview", "structure", "decisions", "quotes",
-                                                 "ops", "todo"]
+    assert kinds["project"]["subcategories"] == [
+        "overview",
+        "structure",
+        "decisions",
+        "quotes",
+        "ops",
+        "todo",
+    ]
     assert kinds["topic"]["has_goal"] is True

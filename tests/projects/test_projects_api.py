@@ -14,15 +14,18 @@ P = "/api/v1/projects/alpha/"
 
 def test_it_creates_a_project_owned_by_the_caller(bob: User, make_client: Any) -> None:
     client = make_client(bob)
-    response = client.post("/api/v1/projects/", {"slug": "beta", "timezone": "Asia/Shanghai",
-                                                 "settings": {"review_required": True}},
-                           format="json")
+    response = client.post(
+        "/api/v1/projects/",
+        {"slug": "beta", "timezone": "Asia/Shanghai", "settings": {"review_required": True}},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     assert response.json()["name"] == "beta"
     assert response.json()["timezone"] == "Asia/Shanghai"
     membership = ProjectMembership.objects.get(project__slug="beta")
     assert (membership.user, membership.role) == (bob, Role.OWNER)
     event = AuditEvent.objects.get(verb="project.created")
+    assert event.after is not None
     assert event.actor_user == bob and event.after["owner"] == "bob"
 
 
@@ -35,9 +38,7 @@ def test_it_creates_a_project_owned_by_the_caller(bob: User, make_client: Any) -
         ({"slug": "ok", "settings": {"x": "y" * 20000}}, "settings"),
     ],
 )
-def test_it_validates_projects(
-    alice_client: APIClient, body: dict[str, Any], field: str
-) -> None:
+def test_it_validates_projects(alice_client: APIClient, body: dict[str, Any], field: str) -> None:
     response = alice_client.post("/api/v1/projects/", body, format="json")
     assert response.status_code == 400
     assert field in response.json()["error"]["details"]
@@ -54,17 +55,17 @@ def test_a_taken_slug_is_a_conflict(alice_client: APIClient) -> None:
 def test_lists_only_the_callers_projects(
     alice_client: APIClient, charlie_client: APIClient, charlies_project: Project
 ) -> None:
-    assert [p["slug"] for p in alice_client.get("/api/v1/projects/").json()["results"]] == [
-        "alpha"]
+    assert [p["slug"] for p in alice_client.get("/api/v1/projects/").json()["results"]] == ["alpha"]
     assert [p["slug"] for p in charlie_client.get("/api/v1/projects/").json()["results"]] == [
-        "charlie-lab"]
+        "charlie-lab"
+    ]
 
 
 def test_project_restricted_token_sees_one_project(
     alice: User, project: Project, make_client: Any
 ) -> None:
-    from projects.services import project_create
     from accounts.actors import Actor
+    from projects.services import project_create
 
     project_create(slug="gamma", owner=alice, actor=Actor(user=alice))
     restricted = make_client(alice, project=project)
@@ -79,8 +80,9 @@ def test_update_requires_maintainer_and_is_audited(
     denied = bob_client.patch(P, {"name": "Bob's"}, format="json")
     assert denied.status_code == 403
     assert denied.json()["error"]["code"] == "permission_denied"
-    response = alice_client.patch(P, {"name": "Alpha Team", "timezone": "Europe/Paris"},
-                                  format="json")
+    response = alice_client.patch(
+        P, {"name": "Alpha Team", "timezone": "Europe/Paris"}, format="json"
+    )
     assert response.status_code == 200
     event = AuditEvent.objects.get(verb="project.updated")
     assert event.before == {"name": "Alpha", "timezone": "UTC"}
@@ -106,16 +108,21 @@ ROLE_MATRIX = [
 
 @pytest.mark.parametrize(("actor_role", "action", "target_role", "allowed"), ROLE_MATRIX)
 def test_role_matrix(
-    actor_role: str, action: str, target_role: str, allowed: bool,
-    project: Project, make_client: Any,
+    actor_role: str,
+    action: str,
+    target_role: str,
+    allowed: bool,
+    project: Project,
+    make_client: Any,
 ) -> None:
     actor = User.objects.create_user("actor")
     ProjectMembership.objects.create(project=project, user=actor, role=actor_role)
     target = User.objects.create_user("target")
     client = make_client(actor)
     if action == "add":
-        response = client.post(P + "members/", {"username": "target", "role": target_role},
-                               format="json")
+        response = client.post(
+            P + "members/", {"username": "target", "role": target_role}, format="json"
+        )
         done = ProjectMembership.objects.filter(user=target, role=target_role).exists()
     elif action == "promote":
         ProjectMembership.objects.create(project=project, user=target, role=Role.VIEWER)
@@ -127,7 +134,9 @@ def test_role_matrix(
         done = not ProjectMembership.objects.filter(user=target).exists()
     assert done is allowed
     assert response.status_code in ((200, 201, 204) if allowed else (403,)), response.content
-    assert AuditEvent.objects.filter(verb__startswith="member.", actor_user=actor).exists() is allowed
+    assert (
+        AuditEvent.objects.filter(verb__startswith="member.", actor_user=actor).exists() is allowed
+    )
 
 
 def test_the_last_owner_cannot_leave_or_be_demoted(alice_client: APIClient) -> None:
@@ -147,10 +156,10 @@ def test_members_can_leave(bob_client: APIClient) -> None:
 def test_member_list_and_errors(alice_client: APIClient) -> None:
     members = alice_client.get(P + "members/").json()["results"]
     assert [(m["username"], m["role"]) for m in members] == [("alice", "owner"), ("bob", "member")]
-    unknown = alice_client.post(P + "members/", {"username": "nobody", "role": "member"},
-                                format="json")
+    unknown = alice_client.post(
+        P + "members/", {"username": "nobody", "role": "member"}, format="json"
+    )
     assert unknown.status_code == 400 and "username" in unknown.json()["error"]["details"]
-    twice = alice_client.post(P + "members/", {"username": "bob", "role": "member"},
-                              format="json")
+    twice = alice_client.post(P + "members/", {"username": "bob", "role": "member"}, format="json")
     assert twice.status_code == 409
     assert alice_client.delete(P + "members/nobody/").status_code == 404

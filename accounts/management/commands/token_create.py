@@ -25,12 +25,19 @@ class Command(BaseCommand):
             raise CommandError(f"No user {options['user']!r}.")
         project = None
         if options["project"]:
-            membership = ProjectMembership.objects.select_related("project").filter(
-                user=user, project__slug=options["project"]
-            ).first()
+            membership = (
+                ProjectMembership.objects.select_related("project")
+                .filter(user=user, project__slug=options["project"])
+                .first()
+            )
             if membership is None:
                 raise CommandError(f"{user.username} is not a member of {options['project']!r}.")
             project = membership.project
-        _, raw = token_create(user=user, name=options["name"], project=project,
-                              read_only=options["read_only"], actor=Actor.for_system("cli"))
+        _, raw = token_create(
+            user=user,
+            name=options["name"],
+            project=project,
+            read_only=options["read_only"],
+            actor=Actor.for_system("cli"),
+        )
         return raw

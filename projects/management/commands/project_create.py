@@ -24,8 +24,13 @@ class Command(BaseCommand):
         actor = Actor.for_system("cli")
         try:
             owner, created, password = user_get_or_create(username=options["owner"], actor=actor)
-            project = project_create(slug=options["slug"], name=options["name"], owner=owner,
-                                     timezone=options["timezone"], actor=actor)
+            project = project_create(
+                slug=options["slug"],
+                name=options["name"],
+                owner=owner,
+                timezone=options["timezone"],
+                actor=actor,
+            )
         except (ApplicationError, ValidationError) as exc:
             raise CommandError(str(getattr(exc, "message", exc))) from exc
         if created:

@@ -19,12 +19,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> str:
         if Project.objects.filter(slug=options["project"]).exists():
-            return (f"Demo project {options['project']!r} exists; create more tokens with "
-                    f"`manage.py token_create --user {options['username']}`.")
+            return (
+                f"Demo project {options['project']!r} exists; create more tokens with "
+                f"`manage.py token_create --user {options['username']}`."
+            )
         actor = Actor.for_system("cli")
         user, _, password = user_get_or_create(username=options["username"], actor=actor)
-        project = project_create(slug=options["project"], name="Demo project", owner=user,
-                                 actor=actor)
+        project = project_create(
+            slug=options["project"], name="Demo project", owner=user, actor=actor
+        )
         _, raw = token_create(user=user, name="demo agent", project=project, actor=actor)
         lines = [
             "Demo setup (shown once, keep it):",
