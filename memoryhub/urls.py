@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from memoryhub.core import api_views, health
+from memoryhub.core import api_views, health, views
 
 api_v1 = [
     path("", include("accounts.urls")),
@@ -18,5 +18,5 @@ urlpatterns = [
     # Unknown API paths answer in the JSON error envelope, not Django's HTML 404 page.
     re_path(r"^api/", api_views.api_not_found),
     path("admin/", admin.site.urls),
-    path("", api_views.home, name="home"),
+    path("", views.home, name="home"),
 ]

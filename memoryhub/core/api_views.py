@@ -1,15 +1,9 @@
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
-from django.shortcuts import redirect
+from django.http import HttpRequest, JsonResponse
 
 from memoryhub.core.api_errors import error_response
 
 
 def api_not_found(request: HttpRequest) -> JsonResponse:
     return error_response(404, "not_found", f"No API endpoint at {request.path}.")
-
-
-def home(request: HttpRequest) -> HttpResponseRedirect:
-    # Until the web UI lands, the API documentation is the front page.
-    return redirect("api-docs")
