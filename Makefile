@@ -36,7 +36,7 @@ run: install
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py demo_setup
 	@echo "MemoryHub is starting at http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/)"
-	@trap 'kill 0' EXIT INT TERM; \
+	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
 	  $(VENV)/bin/celery -A memoryhub worker --beat --loglevel=INFO --concurrency=2 \
 	    --schedule=var/celerybeat-schedule & \
 	  $(VENV)/bin/gunicorn memoryhub.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile - & \
