@@ -60,6 +60,8 @@ INSTALLED_APPS = [
     "accounts",
     "projects",
     "memoryhub.memories",
+    "memoryhub.llm",
+    "memoryhub.sessions",
 ]
 
 MIDDLEWARE = [
@@ -148,6 +150,10 @@ API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=102
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 MEMORY_MAX_CONTENT_CHARS = env_int("MEMORY_MAX_CONTENT_CHARS", 20_000, minimum=100)
 API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50, minimum=1)
+# Session transcripts: each over-limit request gets 413 naming the limit.
+SESSION_RECORD_MAX_BYTES = env_int("SESSION_RECORD_MAX_BYTES", 1024 * 1024, minimum=1024)
+SESSION_APPEND_MAX_RECORDS = env_int("SESSION_APPEND_MAX_RECORDS", 1000, minimum=1)
+SESSION_IMPORT_MAX_BYTES = env_int("SESSION_IMPORT_MAX_BYTES", 256 * 1024 * 1024, minimum=1024)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 500, minimum=1)
 
 REST_FRAMEWORK = {
@@ -212,6 +218,36 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(WORKER_HEARTBEAT_SECONDS),
     },
 }
+
+# --- LLM --------------------------------------------------------------------------------------
+# The provider layer in memoryhub/llm/. "offline" answers deterministically without a network
+# and is the default; "openai" speaks Chat Completions to any compatible base URL (OpenAI,
+# DeepSeek, Ollama, vLLM, llama.cpp), "anthropic" the Messages API. Projects may override
+# provider, base_url, model, smol_model, timeout_seconds and daily_token_budget in
+# project.settings["llm"]; the API key is global only (memoryhub/llm/config.py says why).
+LLM_PROVIDER = env_choice("LLM_PROVIDER", "offline", {"offline", "openai", "anthropic"})
+LLM_BASE_URL = env_str("LLM_BASE_URL").rstrip("/")  # empty: the SDK's default (hosted) endpoint
+LLM_API_KEY = env_secret("LLM_API_KEY")
+LLM_MODEL = env_str("LLM_MODEL")  # the model of role "default"
+LLM_SMOL_MODEL = env_str("LLM_SMOL_MODEL")  # role "smol"; empty falls back to LLM_MODEL
+LLM_TIMEOUT_SECONDS = env_int("LLM_TIMEOUT_SECONDS", 60, minimum=1)  # per attempt
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2, minimum=0)  # the SDK's own backoff on 429/5xx
+LLM_DAILY_TOKEN_BUDGET = env_int("LLM_DAILY_TOKEN_BUDGET", 0, minimum=0)  # per project; 0 = none
+# Base URLs a project may point its own settings at (besides LLM_BASE_URL). Empty: none, so a
+# project maintainer cannot make the server send prompts to a host the operator did not choose.
+LLM_ALLOWED_BASE_URLS = [url.rstrip("/") for url in env_list("LLM_ALLOWED_BASE_URLS", [])]
+for _url in [LLM_BASE_URL, *LLM_ALLOWED_BASE_URLS]:
+    if _url and (urlsplit(_url).scheme not in {"http", "https"} or not urlsplit(_url).netloc):
+        raise ImproperlyConfigured(
+            f"LLM_BASE_URL and LLM_ALLOWED_BASE_URLS take http(s)://host… URLs, got {_url!r}"
+        )
+if LLM_PROVIDER != "offline" and not LLM_MODEL:
+    raise ImproperlyConfigured(f"LLM_MODEL is required when LLM_PROVIDER is {LLM_PROVIDER!r}")
+if LLM_PROVIDER != "offline" and not LLM_BASE_URL and not LLM_API_KEY:
+    raise ImproperlyConfigured(
+        f"LLM_API_KEY (or LLM_API_KEY_FILE) is required for {LLM_PROVIDER!r}'s hosted API; "
+        "set LLM_BASE_URL for a local server that needs no key"
+    )
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", {"DEBUG", "INFO", "WARNING", "ERROR"})
 LOGGING = {

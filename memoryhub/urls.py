@@ -8,6 +8,8 @@ api_v1 = [
     path("", include("accounts.urls")),
     path("", include("projects.urls")),
     path("", include("memoryhub.memories.urls")),
+    path("", include("memoryhub.sessions.urls")),
+    path("", include("memoryhub.llm.urls")),
 ]
 
 urlpatterns = [

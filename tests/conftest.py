@@ -17,6 +17,8 @@ from projects.selectors import project_access
 from projects.services import membership_add, project_create
 from tests.factories import UserFactory
 
+pytest_plugins = ["tests.fake_llm"]
+
 
 @pytest.fixture(autouse=True)
 def _test_settings(settings: Any) -> None:

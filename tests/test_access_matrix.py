@@ -11,15 +11,17 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiToken, User
 from memoryhub.memories.models import Memory
+from memoryhub.sessions.models import AgentSession, SessionRecord, ToolResultDecision
 from projects.models import Project
 from tests.factories import MemoryFactory
 
 P = "/api/v1/projects/alpha"
 M = P + "/memories/{mid}"
+SS = P + "/sessions/s1"
 MEMORY_BODY = {"content": "The CI runs on PostgreSQL.", "kind": "fact"}
 
 # (method, path, body) of every project-scoped endpoint.
-PROJECT_ENDPOINTS: list[tuple[str, str, dict[str, Any] | None]] = [
+PROJECT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("get", P + "/", None),
     ("patch", P + "/", {"name": "Renamed"}),
     ("get", P + "/members/", None),
@@ -35,8 +37,21 @@ PROJECT_ENDPOINTS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("post", M + "/stale/", {"reason": "outdated"}),
     ("post", M + "/restore/", {}),
     ("get", M + "/history/", None),
+    ("get", P + "/llm/usage/", None),
+    ("get", P + "/sessions/", None),
+    ("post", P + "/sessions/", {"external_id": "s2"}),
+    ("post", P + "/sessions/import/", {"transcript": "x"}),
+    ("get", SS + "/", None),
+    ("delete", SS + "/", None),
+    ("get", SS + "/records/", None),
+    ("post", SS + "/records/", [{"type": "user", "content": "hi"}]),
+    ("get", SS + "/resume/", None),
+    ("get", SS + "/compaction/?context_window=100000", None),
+    ("post", SS + "/compact/", {"context_window": 100000}),
+    ("post", SS + "/end/", None),
+    ("get", SS + "/tool-results/big/", None),
 ]
-ACCOUNT_ENDPOINTS: list[tuple[str, str, dict[str, Any] | None]] = [
+ACCOUNT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("get", "/api/v1/me/", None),
     ("get", "/api/v1/projects/", None),
     ("post", "/api/v1/projects/", {"slug": "new-one"}),
@@ -55,6 +70,17 @@ def ids(endpoints: list[tuple[str, str, Any]]) -> list[str]:
 @pytest.fixture
 def memory(project: Project) -> Memory:
     return MemoryFactory.create(project=project, status=Memory.Status.STALE, status_reason="old")
+
+
+@pytest.fixture(autouse=True)
+def transcript(project: Project, alice: User) -> AgentSession:
+    """alice's session `s1` with one stored tool output."""
+    session = AgentSession.objects.create(project=project, external_id="s1", created_by_user=alice)
+    SessionRecord.objects.create(session=session, index=0, type="user", content="hello")
+    session.record_count = 1
+    session.save()
+    ToolResultDecision.objects.create(session=session, tool_use_id="big", artifact="output")
+    return session
 
 
 @pytest.fixture
@@ -115,7 +141,13 @@ def test_read_only_token_reads_but_never_writes(
 ) -> None:
     token = ApiToken.objects.filter(user=alice).first()
     assert token is not None
-    before = (Memory.objects.count(), Project.objects.count(), ApiToken.objects.count())
+    before = (
+        Memory.objects.count(),
+        Project.objects.count(),
+        ApiToken.objects.count(),
+        SessionRecord.objects.count(),
+        AgentSession.objects.count(),
+    )
     response = call(alice_ro_client, method, path, body, mid=memory.public_id, tid=token.public_id)
     if method == "get":
         assert response.status_code == 200, response.content
@@ -123,11 +155,23 @@ def test_read_only_token_reads_but_never_writes(
         assert response.status_code == 403, response.content
         assert response.json()["error"]["code"] == "permission_denied"
         assert "read-only" in response.json()["error"]["message"]
-    after = (Memory.objects.count(), Project.objects.count(), ApiToken.objects.count())
+    after = (
+        Memory.objects.count(),
+        Project.objects.count(),
+        ApiToken.objects.count(),
+        SessionRecord.objects.count(),
+        AgentSession.objects.count(),
+    )
     assert before == after
 
 
-WRITE_ENDPOINTS = [e for e in ALL_ENDPOINTS if e[0] != "get"]
+# Appended records are their own append-only log (each names its session and position); the
+# import needs a file upload and compaction a long session: both are audited in tests/sessions.
+WRITE_ENDPOINTS = [
+    e
+    for e in ALL_ENDPOINTS
+    if e[0] != "get" and not e[1].endswith(("/records/", "/import/", "/compact/"))
+]
 
 
 def _event_count() -> int:

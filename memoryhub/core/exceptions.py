@@ -20,3 +20,13 @@ class ApplicationError(Exception):
 class Conflict(ApplicationError):
     status_code = 409
     code = "conflict"
+
+
+class PayloadTooLarge(ApplicationError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class ServiceUnavailable(ApplicationError):
+    status_code = 503
+    code = "service_unavailable"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -19,28 +20,36 @@ class ApiBodySizeLimitMiddleware:
     """Reject oversized API bodies with 413 before anything reads them.
 
     DRF's JSON parser reads the raw stream, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE does not
-    protect it; the declared Content-Length is checked here instead.
+    protect it; the declared Content-Length is checked here instead. A view may raise its own
+    limit with a `max_body_bytes` attribute (transcript imports are streamed).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith(API_PREFIX):
-            raw = request.META.get("CONTENT_LENGTH") or "0"
-            try:
-                length = int(raw)
-            except ValueError:
-                return error_response(400, "malformed_request", "Invalid Content-Length header.")
-            limit = settings.API_MAX_BODY_BYTES
-            if length > limit:
-                return error_response(
-                    413,
-                    "payload_too_large",
-                    f"Request body is {length} bytes; the limit is {limit} bytes.",
-                    {"limit_bytes": limit},
-                )
         return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view_func: Callable[..., Any], *args: Any
+    ) -> HttpResponse | None:
+        if not request.path.startswith(API_PREFIX):
+            return None
+        raw = request.META.get("CONTENT_LENGTH") or "0"
+        try:
+            length = int(raw)
+        except ValueError:
+            return error_response(400, "malformed_request", "Invalid Content-Length header.")
+        view_class = getattr(view_func, "cls", None) or getattr(view_func, "view_class", None)
+        limit = getattr(view_class, "max_body_bytes", None) or settings.API_MAX_BODY_BYTES
+        if length > limit:
+            return error_response(
+                413,
+                "payload_too_large",
+                f"Request body is {length} bytes; the limit is {limit} bytes.",
+                {"limit_bytes": limit},
+            )
+        return None
 
 
 class ApiExceptionMiddleware:

@@ -1,0 +1,442 @@
+"""REST API of agent sessions: /api/v1/projects/{slug}/sessions/…"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryhub.core.api import actor_of, paginated_response
+from memoryhub.core.exceptions import ApplicationError
+from memoryhub.core.parsers import NdjsonParser
+from memoryhub.sessions import selectors, services
+from memoryhub.sessions.conversation import estimate_tokens, messages_to_records
+from memoryhub.sessions.models import AgentSession
+from memoryhub.sessions.records import RECORD_TYPES, RecordInput, record_from_dict
+from projects.models import Role
+from projects.selectors import ProjectAccess, project_access
+
+
+def _access(request: Request, slug: str, role: Role = Role.VIEWER) -> ProjectAccess:
+    return project_access(slug=slug, actor=actor_of(request), min_role=role)
+
+
+class SessionOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    external_id = serializers.CharField()
+    title = serializers.CharField()
+    summary = serializers.CharField()
+    status = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
+    record_count = serializers.IntegerField()
+    message_count = serializers.IntegerField()
+    token_estimate = serializers.IntegerField()
+    redaction_count = serializers.IntegerField()
+    injected_block_count = serializers.IntegerField()
+    created_by = serializers.CharField(source="created_by_user.username", default=None)
+    metadata = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    last_active_at = serializers.DateTimeField()
+
+
+class SessionCollectionApi(APIView):
+    class SessionCreateInput(serializers.Serializer):
+        external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        metadata = serializers.DictField(required=False)
+
+    class SessionFilterInput(serializers.Serializer):
+        status = serializers.ChoiceField(choices=AgentSession.Status.choices, required=False)
+        source = serializers.ChoiceField(  # type: ignore[assignment]
+            choices=AgentSession.Source.choices, required=False
+        )
+        q = serializers.CharField(required=False, max_length=200)
+        active_after = serializers.DateTimeField(required=False)
+        active_before = serializers.DateTimeField(required=False)
+        limit = serializers.IntegerField(required=False, min_value=1)
+        offset = serializers.IntegerField(required=False, min_value=0)
+
+    @extend_schema(
+        operation_id="sessions_list",
+        parameters=[SessionFilterInput],
+        responses=SessionOutputSerializer(many=True),
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        access = _access(request, slug)
+        params = self.SessionFilterInput(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = {k: v for k, v in params.validated_data.items() if k not in ("limit", "offset")}
+        sessions = selectors.session_list(access=access, filters=selectors.SessionFilters(**data))
+        return paginated_response(request, self, sessions, SessionOutputSerializer)
+
+    @extend_schema(
+        operation_id="sessions_create",
+        request=SessionCreateInput,
+        responses={201: SessionOutputSerializer, 200: SessionOutputSerializer},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Create a session, or return the existing one with this external id."""
+        access = _access(request, slug, Role.MEMBER)
+        payload = self.SessionCreateInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        session, created = services.session_get_or_create(
+            project=access.project, actor=access.actor, **payload.validated_data
+        )
+        return Response(
+            SessionOutputSerializer(session).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+class SessionDetailApi(APIView):
+    @extend_schema(operation_id="sessions_get", responses=SessionOutputSerializer)
+    def get(self, request: Request, slug: str, ref: str) -> Response:
+        session = selectors.session_get(access=_access(request, slug), ref=ref)
+        return Response(SessionOutputSerializer(session).data)
+
+    @extend_schema(operation_id="sessions_delete", responses={204: None})
+    def delete(self, request: Request, slug: str, ref: str) -> Response:
+        access = _access(request, slug, Role.MAINTAINER)
+        session = selectors.session_get(access=access, ref=ref)
+        services.session_delete(session=session, actor=access.actor)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionEndApi(APIView):
+    @extend_schema(operation_id="sessions_end", request=None, responses=SessionOutputSerializer)
+    def post(self, request: Request, slug: str, ref: str) -> Response:
+        access = _access(request, slug, Role.MEMBER)
+        session = selectors.session_get(access=access, ref=ref, write=True)
+        return Response(
+            SessionOutputSerializer(services.session_end(session=session, actor=access.actor)).data
+        )
+
+
+class RecordOutputSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    type = serializers.CharField()
+    content = serializers.JSONField()
+    tool_use_id = serializers.CharField()
+    is_error = serializers.BooleanField()
+    timestamp = serializers.DateTimeField(allow_null=True)
+    seq = serializers.IntegerField(allow_null=True)
+    redactions = serializers.IntegerField()
+    contains_injection = serializers.BooleanField()
+    metadata = serializers.DictField()
+
+
+def _records_from_payload(data: Any) -> list[RecordInput]:
+    """A JSON array of records, {"records": [...]}, {"messages": [...]} or NDJSON lines."""
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        try:
+            return messages_to_records(data["messages"])
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise serializers.ValidationError({"messages": [str(exc)]}) from None
+    items = data.get("records") if isinstance(data, dict) else data
+    if not isinstance(items, list) or not items:
+        raise serializers.ValidationError(
+            {
+                "records": [
+                    'Send a non-empty JSON array of records, {"records": [...]}, '
+                    '{"messages": [...]} or application/x-ndjson lines.'
+                ]
+            }
+        )
+    records, errors = [], {}
+    for index, item in enumerate(items):
+        try:
+            records.append(record_from_dict(item))
+        except ValueError as exc:
+            errors[str(index)] = [str(exc)]
+    if errors:
+        raise serializers.ValidationError({"records": errors})
+    return records
+
+
+class RecordCollectionApi(APIView):
+    parser_classes = [JSONParser, NdjsonParser]
+
+    class RecordFilterInput(serializers.Serializer):
+        after = serializers.IntegerField(
+            required=False, min_value=-1, help_text="Only records with a larger index."
+        )
+        type = serializers.MultipleChoiceField(choices=RECORD_TYPES, required=False)
+        limit = serializers.IntegerField(required=False, min_value=1)
+        offset = serializers.IntegerField(required=False, min_value=0)
+
+    @extend_schema(
+        operation_id="session_records_list",
+        parameters=[RecordFilterInput],
+        responses=RecordOutputSerializer(many=True),
+    )
+    def get(self, request: Request, slug: str, ref: str) -> Response:
+        session = selectors.session_get(access=_access(request, slug), ref=ref)
+        params = self.RecordFilterInput(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        records = selectors.records_page(
+            session=session,
+            after=params.validated_data.get("after"),
+            types=tuple(request.query_params.getlist("type")),
+        )
+        return paginated_response(request, self, records, RecordOutputSerializer)
+
+    @extend_schema(
+        operation_id="session_records_append",
+        request={"application/json": OpenApiTypes.OBJECT, "application/x-ndjson": OpenApiTypes.STR},
+        responses={
+            201: inline_serializer(
+                "RecordAppendResult",
+                {
+                    "created": serializers.IntegerField(),
+                    "skipped": serializers.IntegerField(),
+                    "first_index": serializers.IntegerField(allow_null=True),
+                    "session": SessionOutputSerializer(),
+                },
+            )
+        },
+    )
+    def post(self, request: Request, slug: str, ref: str) -> Response:
+        """Append records all-or-nothing; records with an already stored seq are skipped."""
+        access = _access(request, slug, Role.MEMBER)
+        session = selectors.session_get(access=access, ref=ref, write=True)
+        records = _records_from_payload(request.data)
+        result = services.records_append(session=session, actor=access.actor, records=records)
+        session.refresh_from_db()
+        return Response(
+            {
+                "created": len(result.created),
+                "skipped": result.skipped,
+                "first_index": result.created[0].index if result.created else None,
+                "session": SessionOutputSerializer(session).data,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+def _artifact_url(request: Request, slug: str, session: AgentSession) -> Any:
+    base = f"{settings.SITE_URL}/api/v1/projects/{slug}/sessions/{session.public_id}/tool-results/"
+    return lambda tool_use_id: f"{base}{tool_use_id}/"
+
+
+class SessionResumeApi(APIView):
+    @extend_schema(
+        operation_id="sessions_resume",
+        responses=inline_serializer(
+            "SessionResume",
+            {
+                "session": SessionOutputSerializer(),
+                "messages": serializers.ListField(child=serializers.JSONField()),
+                "boundary_index": serializers.IntegerField(allow_null=True),
+                "replayed_from_index": serializers.IntegerField(),
+                "dropped_records": serializers.IntegerField(),
+                "token_estimate": serializers.IntegerField(),
+            },
+        ),
+    )
+    def get(self, request: Request, slug: str, ref: str) -> Response:
+        """Messages to continue the session: from the last compact boundary, with dangling
+        tool calls cut and tool results trimmed (the same bytes on every call)."""
+        session = selectors.session_get(access=_access(request, slug), ref=ref)
+        conversation, messages = services.session_resume(
+            session=session, artifact_url=_artifact_url(request, slug, session)
+        )
+        return Response(
+            {
+                "session": SessionOutputSerializer(session).data,
+                "messages": messages,
+                "boundary_index": conversation.boundary_index,
+                "replayed_from_index": conversation.replayed_from_index,
+                "dropped_records": conversation.dropped_records,
+                "token_estimate": estimate_tokens(messages),
+            }
+        )
+
+
+class CompactionInput(serializers.Serializer):
+    context_window = serializers.IntegerField(min_value=1000)
+    current_tokens = serializers.IntegerField(
+        required=False, min_value=0, help_text="The agent's own count, if it has one."
+    )
+
+
+CompactionAdvice = inline_serializer(
+    "CompactionAdvice",
+    {
+        "should_compact": serializers.BooleanField(),
+        "current_tokens": serializers.IntegerField(),
+        "estimated": serializers.BooleanField(),
+        "context_window": serializers.IntegerField(),
+        "auto_threshold": serializers.IntegerField(),
+        "manual_threshold": serializers.IntegerField(),
+    },
+)
+
+
+class SessionCompactionAdviceApi(APIView):
+    @extend_schema(
+        operation_id="sessions_compaction_advice",
+        parameters=[CompactionInput],
+        responses=CompactionAdvice,
+    )
+    def get(self, request: Request, slug: str, ref: str) -> Response:
+        """Should the agent compact now, given its context window?"""
+        from memoryhub.sessions.compaction import Thresholds
+        from memoryhub.sessions.conf import session_config
+
+        session = selectors.session_get(access=_access(request, slug), ref=ref)
+        params = CompactionInput(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        given = params.validated_data.get("current_tokens")
+        tokens = (
+            given
+            if given is not None
+            else estimate_tokens(services.session_conversation(session).messages)
+        )
+        thresholds = Thresholds.for_window(
+            params.validated_data["context_window"], session_config(session.project.settings)
+        )
+        return Response(
+            {
+                "should_compact": tokens >= thresholds.auto,
+                "current_tokens": tokens,
+                "estimated": given is None,
+                "context_window": thresholds.context_window,
+                "auto_threshold": thresholds.auto,
+                "manual_threshold": thresholds.manual,
+            }
+        )
+
+
+class SessionCompactApi(APIView):
+    class CompactInput(CompactionInput):
+        mode = serializers.ChoiceField(choices=["auto", "manual"], default="auto")
+
+    @extend_schema(
+        operation_id="sessions_compact",
+        request=CompactInput,
+        responses={
+            201: inline_serializer(
+                "CompactResult",
+                {
+                    "compacted": serializers.BooleanField(),
+                    "reason": serializers.CharField(),
+                    "current_tokens": serializers.IntegerField(),
+                    "auto_threshold": serializers.IntegerField(),
+                    "boundary_index": serializers.IntegerField(allow_null=True),
+                    "summary": serializers.CharField(),
+                    "kept_messages": serializers.IntegerField(),
+                    "tokens_after": serializers.IntegerField(),
+                },
+            )
+        },
+    )
+    def post(self, request: Request, slug: str, ref: str) -> Response:
+        """Compact (auto: only past the threshold; manual: always): summarise the prefix,
+        keep the tail verbatim and store a compact_boundary record."""
+        access = _access(request, slug, Role.MEMBER)
+        session = selectors.session_get(access=access, ref=ref, write=True)
+        payload = self.CompactInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        outcome = services.session_compact(
+            session=session,
+            actor=access.actor,
+            context_window=data["context_window"],
+            manual=data["mode"] == "manual",
+            current_tokens=data.get("current_tokens"),
+        )
+        return Response(
+            {
+                "compacted": outcome.compacted,
+                "reason": outcome.reason,
+                "current_tokens": outcome.current_tokens,
+                "auto_threshold": outcome.thresholds.auto,
+                "boundary_index": outcome.boundary.index if outcome.boundary else None,
+                "summary": outcome.summary,
+                "kept_messages": outcome.kept_messages,
+                "tokens_after": outcome.tokens_after,
+            },
+            status=status.HTTP_201_CREATED if outcome.compacted else status.HTTP_200_OK,
+        )
+
+
+class ToolResultArtifactApi(APIView):
+    @extend_schema(
+        operation_id="sessions_tool_result", responses={(200, "text/plain"): OpenApiTypes.STR}
+    )
+    def get(self, request: Request, slug: str, ref: str, tool_use_id: str) -> HttpResponse:
+        """The full output of a tool result that resume replaced by a preview."""
+        session = selectors.session_get(access=_access(request, slug), ref=ref)
+        text = selectors.tool_result_artifact(session=session, tool_use_id=tool_use_id)
+        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+class InvalidTranscript(ApplicationError):
+    code = "validation_error"
+
+
+class SessionImportApi(APIView):
+    parser_classes = [MultiPartParser]
+    max_body_bytes = settings.SESSION_IMPORT_MAX_BYTES
+
+    @extend_schema(
+        operation_id="sessions_import",
+        parameters=[
+            OpenApiParameter("format", str, enum=["mewcode", "claude_code"], required=False),
+            OpenApiParameter("external_id", str, required=False),
+        ],
+        request={
+            "multipart/form-data": inline_serializer(
+                "SessionImportUpload",
+                {
+                    "transcript": serializers.FileField(),
+                    "meta": serializers.FileField(required=False),
+                },
+            ),
+            "application/x-ndjson": OpenApiTypes.STR,
+        },
+        responses={201: SessionOutputSerializer},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Import a whole transcript: a MewCode {id}.jsonl (+ {id}.meta) or a Claude Code
+        .jsonl, format auto-detected. All or nothing: a malformed line rejects the import."""
+        from memoryhub.sessions.importers import TranscriptFormatError
+
+        access = _access(request, slug, Role.MEMBER)
+        meta = None
+        if request.content_type.startswith("multipart/form-data"):
+            upload = request.FILES.get("transcript")
+            if upload is None:
+                raise serializers.ValidationError({"transcript": ["A file is required."]})
+            lines: Any = iter(upload)
+            if "meta" in request.FILES:
+                meta = request.FILES["meta"].read()
+        elif request.content_type.startswith(("application/x-ndjson", "application/jsonl")):
+            lines = iter(request.stream.readline, b"") if request.stream else iter(())
+        else:
+            raise serializers.ValidationError(
+                {"transcript": ["Send multipart/form-data or application/x-ndjson."]}
+            )
+        try:
+            session = services.session_import(
+                project=access.project,
+                actor=access.actor,
+                lines=lines,
+                meta=meta,
+                transcript_format=request.query_params.get("format") or None,
+                external_id=request.query_params.get("external_id", ""),
+            )
+        except TranscriptFormatError as exc:
+            raise InvalidTranscript(
+                f"The transcript was not imported: {exc}",
+                details={"transcript": [str(exc)], "line": exc.line},
+            ) from None
+        return Response(SessionOutputSerializer(session).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,111 @@
+"""The transcript record: one line of an agent's session, as MewCode stores it.
+
+Types (seed 000 §1): system_prompt (never replayed), user, assistant (string content, or a
+block list with text / tool_use / thinking blocks), tool_result (one record per result, with
+tool_use_id and is_error), compression (legacy summary) and compact_boundary (content
+{"summary": str, "keep": [record dicts]}).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+SYSTEM_PROMPT = "system_prompt"
+USER = "user"
+ASSISTANT = "assistant"
+TOOL_RESULT = "tool_result"
+COMPRESSION = "compression"
+COMPACT_BOUNDARY = "compact_boundary"
+RECORD_TYPES = (SYSTEM_PROMPT, USER, ASSISTANT, TOOL_RESULT, COMPRESSION, COMPACT_BOUNDARY)
+
+
+@dataclass
+class RecordInput:
+    """A record as submitted by an agent or produced by an importer, before it is stored."""
+
+    type: str
+    content: Any  # str, a list of content blocks, or (compact_boundary) a dict
+    timestamp: datetime | None = None
+    tool_use_id: str = ""
+    is_error: bool = False
+    seq: int | None = None  # the client's sequence number: a retried append is idempotent
+    metadata: dict[str, Any] = field(default_factory=dict)  # source-format extras
+
+    def to_dict(self) -> dict[str, Any]:
+        """The MewCode wire shape: {type, content, timestamp, tool_use_id?, is_error?}."""
+        data: dict[str, Any] = {"type": self.type, "content": self.content}
+        data["timestamp"] = self.timestamp.isoformat() if self.timestamp else None
+        if self.tool_use_id:
+            data["tool_use_id"] = self.tool_use_id
+        if self.type == TOOL_RESULT:
+            data["is_error"] = self.is_error
+        return data
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """ISO-8601 → aware datetime; naive times are taken as UTC. Raises ValueError."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise ValueError("timestamp must be an ISO-8601 string")
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def check_shape(record_type: str, content: Any, tool_use_id: str) -> str | None:
+    """Why a record is malformed, or None when it is well-formed."""
+    if record_type not in RECORD_TYPES:
+        return f"unknown type {record_type!r}; expected one of {', '.join(RECORD_TYPES)}"
+    if record_type == COMPACT_BOUNDARY:
+        if not (
+            isinstance(content, dict)
+            and isinstance(content.get("summary"), str)
+            and isinstance(content.get("keep", []), list)
+        ):
+            return 'compact_boundary content must be {"summary": str, "keep": [records]}'
+        return None
+    if record_type == TOOL_RESULT and not tool_use_id:
+        return "tool_result needs tool_use_id"
+    if record_type == ASSISTANT and isinstance(content, list):
+        for block in content:
+            if not (isinstance(block, dict) and isinstance(block.get("type"), str)):
+                return "assistant content blocks must be objects with a string 'type'"
+            if block["type"] == "tool_use" and not block.get("id"):
+                return "tool_use blocks need an id"
+        return None
+    if not isinstance(content, str | list):
+        return f"{record_type} content must be a string or a list of blocks"
+    return None
+
+
+def record_from_dict(data: dict[str, Any]) -> RecordInput:
+    """A record in the MewCode wire shape → RecordInput. Raises ValueError when malformed."""
+    if not isinstance(data, dict):
+        raise ValueError("a record must be a JSON object")
+    record_type = data.get("type")
+    content = data.get("content", "")
+    tool_use_id = data.get("tool_use_id") or ""
+    if not isinstance(record_type, str):
+        raise ValueError("type is required")
+    if not isinstance(tool_use_id, str):
+        raise ValueError("tool_use_id must be a string")
+    problem = check_shape(record_type, content, tool_use_id)
+    if problem:
+        raise ValueError(problem)
+    seq = data.get("seq")
+    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 0):
+        raise ValueError("seq must be a non-negative integer")
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ValueError("metadata must be an object")
+    return RecordInput(
+        type=record_type,
+        content=content,
+        timestamp=parse_timestamp(data.get("timestamp")),
+        tool_use_id=tool_use_id,
+        is_error=bool(data.get("is_error", False)),
+        seq=seq,
+        metadata=metadata,
+    )

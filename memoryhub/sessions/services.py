@@ -1,0 +1,537 @@
+"""Writes to agent sessions: create, append, import, compact, end, delete, resume's cache."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import secrets
+import string
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.actors import Actor
+from memoryhub.core import redaction
+from memoryhub.core.exceptions import ApplicationError, Conflict, PayloadTooLarge
+from memoryhub.core.markers import INJECTION_OPEN
+from memoryhub.core.services import audit_record
+from memoryhub.llm import client as llm
+from memoryhub.llm.errors import LlmBudgetExhausted, LlmError
+from memoryhub.sessions import compaction, importers
+from memoryhub.sessions.conf import SessionConfig, ingest_limits, session_config
+from memoryhub.sessions.conversation import (
+    Message,
+    estimate_tokens,
+    messages_to_records,
+    record_tokens,
+    records_to_messages,
+    text_of,
+    valid_prefix_length,
+)
+from memoryhub.sessions.models import AgentSession, SessionRecord, ToolResultDecision
+from memoryhub.sessions.records import (
+    ASSISTANT,
+    COMPACT_BOUNDARY,
+    COMPRESSION,
+    SYSTEM_PROMPT,
+    USER,
+    RecordInput,
+    record_from_dict,
+)
+from memoryhub.sessions.trimming import TrimState, apply_tool_result_budget
+from projects.models import Project
+
+INSERT_BATCH = 1000
+TITLE_CHARS = 50
+
+
+def new_external_id() -> str:
+    """MewCode's id shape: session_YYYYMMDD_HHMMSS_xxxx."""
+    suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(4))
+    return f"session_{timezone.now():%Y%m%d_%H%M%S}_{suffix}"
+
+
+@transaction.atomic
+def session_get_or_create(
+    *,
+    project: Project,
+    actor: Actor,
+    external_id: str = "",
+    title: str = "",
+    metadata: dict[str, Any] | None = None,
+    source: str = AgentSession.Source.API,
+) -> tuple[AgentSession, bool]:
+    """The project's session with this external id, created when missing (idempotent)."""
+    external_id = external_id or new_external_id()
+    existing = AgentSession.objects.filter(project=project, external_id=external_id).first()
+    if existing is not None:
+        return existing, False
+    session = AgentSession(
+        project=project,
+        external_id=external_id,
+        title=title[:200],
+        metadata=metadata or {},
+        source=source,
+        created_by_user=actor.user,
+        created_by_token=actor.token,
+    )
+    session.full_clean()
+    try:
+        with transaction.atomic():
+            session.save()
+    except IntegrityError:  # a concurrent request created it first
+        return AgentSession.objects.get(project=project, external_id=external_id), False
+    audit_record(
+        actor=actor,
+        project=project,
+        verb="session.created",
+        target_type="session",
+        target_id=session.public_id,
+        after={"external_id": external_id},
+    )
+    return session, True
+
+
+@dataclass
+class AppendResult:
+    created: list[SessionRecord] = field(default_factory=list)
+    skipped: int = 0  # records whose seq was already stored (a retried append)
+
+
+def _check_limits(records: Sequence[RecordInput]) -> None:
+    limits = ingest_limits()
+    if len(records) > limits.records_per_append:
+        raise PayloadTooLarge(
+            f"At most {limits.records_per_append} records per append; got {len(records)}.",
+            details={"limit_records": limits.records_per_append},
+        )
+    for index, record in enumerate(records):
+        size = len(json.dumps(record.content, ensure_ascii=False).encode())
+        if size > limits.record_max_bytes:
+            raise PayloadTooLarge(
+                f"Record {index} is {size} bytes; the limit is {limits.record_max_bytes} bytes "
+                "per record.",
+                details={"record": index, "limit_bytes": limits.record_max_bytes},
+            )
+
+
+def _contains_injection(content: Any) -> bool:
+    if isinstance(content, str):
+        return INJECTION_OPEN in content
+    if isinstance(content, list):
+        return any(_contains_injection(item) for item in content)
+    if isinstance(content, dict):
+        return any(_contains_injection(value) for value in content.values())
+    return False
+
+
+class _Counters:
+    def __init__(self) -> None:
+        self.records = 0
+        self.messages = 0
+        self.tokens = 0
+        self.redactions = 0
+        self.injections = 0
+        self.first_user_text = ""
+
+
+def _insert(
+    session: AgentSession, batch: Sequence[RecordInput], config: SessionConfig, counters: _Counters
+) -> list[SessionRecord]:
+    """Redact, flag and insert `batch` after the session's last record."""
+    rows = []
+    start = session.record_count + counters.records
+    for offset, record in enumerate(batch):
+        content, redactions = (
+            redaction.redact_json(record.content) if config.redact_secrets else (record.content, 0)
+        )
+        flagged = _contains_injection(content)
+        rows.append(
+            SessionRecord(
+                session=session,
+                index=start + offset,
+                type=record.type,
+                content=content,
+                tool_use_id=record.tool_use_id,
+                is_error=record.is_error,
+                timestamp=record.timestamp,
+                seq=record.seq,
+                redactions=redactions,
+                contains_injection=flagged,
+                metadata=record.metadata,
+            )
+        )
+        counters.redactions += redactions
+        counters.injections += int(flagged)
+        counters.tokens += record_tokens(record)
+        if record.type in (USER, ASSISTANT):
+            counters.messages += 1
+        if record.type == USER and not counters.first_user_text and not flagged:
+            counters.first_user_text = text_of(content).strip()
+    counters.records += len(rows)
+    SessionRecord.objects.bulk_create(rows, batch_size=INSERT_BATCH)
+    return rows
+
+
+def _finish(session: AgentSession, counters: _Counters) -> None:
+    session.record_count += counters.records
+    session.message_count += counters.messages
+    session.token_estimate += counters.tokens
+    session.redaction_count += counters.redactions
+    session.injected_block_count += counters.injections
+    session.last_active_at = timezone.now()
+    if not session.title and counters.first_user_text:
+        session.title = counters.first_user_text[:TITLE_CHARS]
+    session.save(
+        update_fields=[
+            "record_count",
+            "message_count",
+            "token_estimate",
+            "redaction_count",
+            "injected_block_count",
+            "last_active_at",
+            "title",
+        ]
+    )
+
+
+@transaction.atomic
+def records_append(
+    *, session: AgentSession, actor: Actor, records: Sequence[RecordInput]
+) -> AppendResult:
+    """Append records all-or-nothing. Records whose `seq` is already stored are skipped, so an
+    agent can retry an append safely (idempotent by client sequence number)."""
+    _check_limits(records)
+    seqs = [r.seq for r in records if r.seq is not None]
+    if len(seqs) != len(set(seqs)):
+        raise ValidationError({"records": "seq values must be unique within an append."})
+    # The row lock serialises appends to one session, so indexes stay dense and ordered.
+    session = AgentSession.objects.select_for_update().get(pk=session.pk)
+    stored = set(
+        SessionRecord.objects.filter(session=session, seq__in=seqs).values_list("seq", flat=True)
+    )
+    fresh = [r for r in records if r.seq is None or r.seq not in stored]
+    config = session_config(session.project.settings)
+    counters = _Counters()
+    created = _insert(session, fresh, config, counters) if fresh else []
+    if created:
+        _finish(session, counters)
+    return AppendResult(created=created, skipped=len(records) - len(fresh))
+
+
+@transaction.atomic
+def session_import(
+    *,
+    project: Project,
+    actor: Actor,
+    lines: Iterable[bytes],
+    meta: bytes | None = None,
+    transcript_format: str | None = None,
+    external_id: str = "",
+) -> AgentSession:
+    """Import a whole transcript (MewCode .jsonl [+ .meta] or Claude Code .jsonl), streamed in
+    batches inside one transaction: a malformed line rolls everything back."""
+    info = importers.TranscriptInfo()
+    mewcode_meta = importers.parse_mewcode_meta(meta) if meta else None
+    parsed = importers.parse_transcript(lines, format=transcript_format, info=info)
+    # The first record settles the format and (Claude Code) the session id.
+    first = next(parsed, None)
+    external_id = (
+        external_id
+        or (mewcode_meta.id if mewcode_meta else "")
+        or info.external_id
+        or new_external_id()
+    )
+    if AgentSession.objects.filter(project=project, external_id=external_id).exists():
+        raise Conflict(
+            f"Session {external_id!r} already exists in this project.",
+            details={"external_id": [external_id]},
+        )
+    session, _ = session_get_or_create(
+        project=project,
+        actor=actor,
+        external_id=external_id,
+        source=AgentSession.Source.MEWCODE
+        if info.format == "mewcode"
+        else AgentSession.Source.CLAUDE_CODE,
+    )
+    config = session_config(project.settings)
+    counters = _Counters()
+    limit = ingest_limits().record_max_bytes
+    batch: list[RecordInput] = []
+
+    def flush() -> None:
+        _insert(session, batch, config, counters)
+        batch.clear()
+
+    for record in itertools.chain([first] if first else [], parsed):
+        size = len(json.dumps(record.content, ensure_ascii=False).encode())
+        if size > limit:
+            raise PayloadTooLarge(
+                f"A record of {size} bytes exceeds the limit of {limit} bytes per record.",
+                details={"line": record.metadata.get("line"), "limit_bytes": limit},
+            )
+        batch.append(record)
+        if len(batch) >= INSERT_BATCH:
+            flush()
+    if batch:
+        flush()
+    _finish(session, counters)
+    title = (mewcode_meta.title if mewcode_meta else "") or info.title
+    extra: dict[str, Any] = {"cwd": info.cwd} if info.cwd else {}
+    if title or extra or mewcode_meta:
+        session.title = (title or session.title)[:200]
+        session.summary = mewcode_meta.summary if mewcode_meta else session.summary
+        if mewcode_meta and mewcode_meta.created_at:
+            session.created_at = mewcode_meta.created_at
+        session.metadata = session.metadata | extra | {"skipped_lines": info.skipped}
+        session.save(update_fields=["title", "summary", "created_at", "metadata"])
+    audit_record(
+        actor=actor,
+        project=project,
+        verb="session.imported",
+        target_type="session",
+        target_id=session.public_id,
+        after={
+            "format": info.format,
+            "records": session.record_count,
+            "redactions": session.redaction_count,
+        },
+    )
+    return session
+
+
+@transaction.atomic
+def session_end(*, session: AgentSession, actor: Actor) -> AgentSession:
+    if session.status != AgentSession.Status.ENDED:
+        session.status = AgentSession.Status.ENDED
+        session.last_active_at = timezone.now()
+        session.save(update_fields=["status", "last_active_at"])
+        audit_record(
+            actor=actor,
+            project=session.project,
+            verb="session.ended",
+            target_type="session",
+            target_id=session.public_id,
+        )
+    return session
+
+
+@transaction.atomic
+def session_delete(*, session: AgentSession, actor: Actor) -> None:
+    audit_record(
+        actor=actor,
+        project=session.project,
+        verb="session.deleted",
+        target_type="session",
+        target_id=session.public_id,
+        before={"external_id": session.external_id, "records": session.record_count},
+    )
+    session.delete()
+
+
+# --- Resume ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Conversation:
+    """What a resume replays: the boundary summary (if any), then records up to the last point
+    with no dangling tool_use."""
+
+    messages: list[Message]
+    boundary_index: int | None
+    replayed_from_index: int
+    dropped_records: int
+
+
+def session_conversation(session: AgentSession) -> Conversation:
+    boundary = (
+        SessionRecord.objects.filter(session=session, type=COMPACT_BOUNDARY)
+        .order_by("-index")
+        .first()
+    )
+    rows = SessionRecord.objects.filter(session=session).exclude(
+        type__in=[SYSTEM_PROMPT, COMPRESSION, COMPACT_BOUNDARY]
+    )
+    chain: list[RecordInput] = []
+    if boundary is not None:
+        rows = rows.filter(index__gt=boundary.index)
+        chain = [record_from_dict(r) for r in boundary.content.get("keep", [])]
+    chain += [row.to_input() for row in rows.order_by("index")]
+    valid = valid_prefix_length(chain)
+    messages = records_to_messages(chain[:valid])
+    if boundary is not None:
+        header = compaction.CONTINUATION_HEADER + boundary.content.get("summary", "")
+        if boundary.content.get("keep"):
+            header += compaction.TAIL_NOTE
+        messages.insert(0, {"role": "user", "content": header})
+    return Conversation(
+        messages=messages,
+        boundary_index=boundary.index if boundary else None,
+        replayed_from_index=boundary.index + 1 if boundary else 0,
+        dropped_records=len(chain) - valid,
+    )
+
+
+def session_resume(
+    *, session: AgentSession, artifact_url: Callable[[str], str]
+) -> tuple[Conversation, list[Message]]:
+    """The conversation to replay, with tool results trimmed.
+
+    Idempotent (ensure-style): trimming decisions made here are stored once and reused, so
+    every later resume of the same records returns the same bytes.
+    """
+    conversation = session_conversation(session)
+    config = session_config(session.project.settings)
+    state = TrimState()
+    for tool_id, replacement in ToolResultDecision.objects.filter(session=session).values_list(
+        "tool_use_id", "replacement"
+    ):
+        if replacement:
+            state.replacements[tool_id] = replacement
+        else:
+            state.verbatim.add(tool_id)
+    trimmed, new = apply_tool_result_budget(conversation.messages, state, config, artifact_url)
+    decisions = [ToolResultDecision(session=session, tool_use_id=i) for i in new.verbatim] + [
+        ToolResultDecision(session=session, tool_use_id=i, replacement=preview, artifact=full)
+        for i, (preview, full) in new.persisted.items()
+    ]
+    if decisions:
+        # ignore_conflicts: a concurrent resume that decided first wins; both decided alike.
+        ToolResultDecision.objects.bulk_create(decisions, ignore_conflicts=True)
+    return conversation, trimmed
+
+
+# --- Compaction -----------------------------------------------------------------------------
+
+
+@dataclass
+class CompactOutcome:
+    compacted: bool
+    reason: str
+    current_tokens: int
+    thresholds: compaction.Thresholds
+    boundary: SessionRecord | None = None
+    summary: str = ""
+    kept_messages: int = 0
+    tokens_after: int = 0
+
+
+class CompactionFailed(ApplicationError):
+    status_code = 502
+    code = "compaction_failed"
+
+
+def session_compact(
+    *,
+    session: AgentSession,
+    actor: Actor,
+    context_window: int,
+    manual: bool,
+    current_tokens: int | None = None,
+) -> CompactOutcome:
+    """Compact when due: summarise the prefix, keep the tail verbatim, append a boundary.
+
+    The LLM call happens outside any transaction; the boundary append is atomic.
+    """
+    config = session_config(session.project.settings)
+    conversation = session_conversation(session)
+    messages = conversation.messages
+    tokens = current_tokens if current_tokens is not None else estimate_tokens(messages)
+    thresholds = compaction.Thresholds.for_window(context_window, config)
+
+    def outcome(reason: str) -> CompactOutcome:
+        return CompactOutcome(False, reason, tokens, thresholds)
+
+    if not manual:
+        if tokens < thresholds.auto:
+            return outcome("below_threshold")
+        if session.compact_failures >= config.compact_max_failures:
+            return outcome("circuit_open")
+    keep_start = compaction.keep_start_index(messages, config)
+    prefix = messages[:keep_start]
+    if keep_start <= 0 or estimate_tokens(prefix) < config.min_summarize_prefix_tokens:
+        return outcome("prefix_too_small")
+    try:
+        summary = _summarise(session.project, prefix)
+    except LlmBudgetExhausted as exc:
+        _count_failure(session)
+        raise ApplicationError(str(exc)) from exc
+    except LlmError as exc:
+        _count_failure(session)
+        raise CompactionFailed(f"The summary could not be produced: {exc}") from exc
+    keep = [r.to_dict() for r in messages_to_records(messages[keep_start:])]
+    boundary_record = RecordInput(
+        type=COMPACT_BOUNDARY,
+        content={"summary": summary, "keep": keep},
+        timestamp=timezone.now(),
+    )
+    boundary = _append_boundary(session, actor, boundary_record, tokens)
+    after = session_conversation(session)
+    return CompactOutcome(
+        True,
+        "compacted",
+        tokens,
+        thresholds,
+        boundary=boundary,
+        summary=summary,
+        kept_messages=len(messages) - keep_start,
+        tokens_after=estimate_tokens(after.messages),
+    )
+
+
+def _summarise(project: Project, prefix: list[Message]) -> str:
+    """Up to three attempts; when the prompt is too long, drop the oldest fifth of turns."""
+    groups = compaction.turn_groups(prefix)
+    for attempt in range(3):
+        current = [m for g in groups for m in g]
+        request = llm.LlmRequest(
+            purpose="compaction",
+            messages=compaction.summary_messages(current),
+            offline=functools.partial(compaction.offline_summary, current),
+            max_tokens=8192,
+            project=project,
+        )
+        try:
+            return compaction.extract_summary(llm.complete(request).text)
+        except LlmBudgetExhausted:
+            raise
+        except LlmError as exc:
+            too_long = any(w in str(exc).lower() for w in ("too long", "too many", "context"))
+            if attempt == 2 or not too_long or len(groups) <= 1:
+                raise
+            groups = groups[max(1, len(groups) // 5) :]
+    raise AssertionError("unreachable")
+
+
+def _count_failure(session: AgentSession) -> None:
+    AgentSession.objects.filter(pk=session.pk).update(compact_failures=session.compact_failures + 1)
+
+
+@transaction.atomic
+def _append_boundary(
+    session: AgentSession, actor: Actor, record: RecordInput, tokens_before: int
+) -> SessionRecord:
+    session = AgentSession.objects.select_for_update().get(pk=session.pk)
+    config = session_config(session.project.settings)
+    counters = _Counters()
+    (boundary,) = _insert(session, [record], config, counters)
+    # A boundary is bookkeeping, not conversation: it moves last_active only (as in MewCode).
+    session.record_count += 1
+    session.compact_failures = 0
+    session.last_active_at = timezone.now()
+    session.save(update_fields=["record_count", "compact_failures", "last_active_at"])
+    audit_record(
+        actor=actor,
+        project=session.project,
+        verb="session.compacted",
+        target_type="session",
+        target_id=session.public_id,
+        after={"boundary_index": boundary.index, "tokens_before": tokens_before},
+    )
+    return boundary

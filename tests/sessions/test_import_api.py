@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from memoryhub.core.models import AuditEvent
+from memoryhub.sessions.models import AgentSession, SessionRecord
+
+S = "/api/v1/projects/alpha/sessions/"
+FIXTURES = Path(__file__).parent / "fixtures"
+MEW = "session_20260314_101502_k3p9"
+
+
+def upload(name: str) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, (FIXTURES / name).read_bytes())
+
+
+def test_it_imports_a_mewcode_session_with_its_meta(alice_client: APIClient) -> None:
+    response = alice_client.post(
+        S + "import/",
+        {"transcript": upload(f"{MEW}.jsonl"), "meta": upload(f"{MEW}.meta")},
+        format="multipart",
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["external_id"] == MEW and body["source"] == "mewcode"
+    assert body["title"].startswith("把 utils/dates.py")
+    assert body["created_at"].startswith("2026-03-14T10:15:02")
+    lines = [line for line in (FIXTURES / f"{MEW}.jsonl").read_text().splitlines() if line]
+    assert body["record_count"] == SessionRecord.objects.count() == len(lines)
+    assert alice_client.get(f"{S}{MEW}/resume/").status_code == 200
+    assert AuditEvent.objects.filter(verb="session.imported").count() == 1
+
+
+def test_it_imports_a_claude_code_transcript_as_ndjson(alice_client: APIClient) -> None:
+    raw = (FIXTURES / "claude_code_session.jsonl").read_bytes()
+    response = alice_client.post(S + "import/", raw, content_type="application/x-ndjson")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["source"] == "claude_code"
+    assert body["title"] == "Add a dry-run flag to prune_stock"
+    session = AgentSession.objects.get()
+    types = list(session.records.order_by("index").values_list("type", flat=True))
+    assert "compact_boundary" in types and "tool_result" in types
+    assert body["metadata"]["skipped_lines"] > 0
+    again = alice_client.post(S + "import/", raw, content_type="application/x-ndjson")
+    assert again.status_code == 409
+
+
+def test_a_malformed_line_rejects_the_whole_import(alice_client: APIClient) -> None:
+    for name in ("claude_code_bad_json_line7.jsonl", "mewcode_bad_json_line7.jsonl"):
+        response = alice_client.post(
+            S + "import/", {"transcript": upload(name)}, format="multipart"
+        )
+        assert response.status_code == 400, response.content
+        error = response.json()["error"]
+        assert error["details"]["line"] == 7
+        assert "line 7" in error["details"]["transcript"][0]
+    assert not AgentSession.objects.exists() and not SessionRecord.objects.exists()
+
+
+def test_import_needs_a_transcript(alice_client: APIClient) -> None:
+    response = alice_client.post(S + "import/", {}, format="multipart")
+    assert response.status_code == 400
+    assert "transcript" in response.json()["error"]["details"]
+    garbage = alice_client.post(S + "import/", b"hello\n", content_type="application/x-ndjson")
+    assert garbage.status_code == 400

@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.test import APIClient
+
+from memoryhub.core.models import AuditEvent
+from memoryhub.sessions.models import SessionRecord, ToolResultDecision
+
+S = "/api/v1/projects/alpha/sessions/"
+
+
+def start(client: APIClient, records: list[dict[str, Any]], ref: str = "s1") -> None:
+    client.post(S, {"external_id": ref}, format="json")
+    response = client.post(f"{S}{ref}/records/", records, format="json")
+    assert response.status_code == 201, response.content
+
+
+def turn(i: int, result_chars: int = 100, text: str = "") -> list[dict[str, Any]]:
+    return [
+        {"type": "user", "content": text or f"Step {i}: edit module_{i}.py"},
+        {
+            "type": "assistant",
+            "content": [
+                {"type": "text", "text": f"Reading module_{i}.py"},
+                {
+                    "type": "tool_use",
+                    "id": f"call_{i}",
+                    "name": "Read",
+                    "input": {"file_path": f"src/module_{i}.py"},
+                },
+            ],
+        },
+        {"type": "tool_result", "tool_use_id": f"call_{i}", "content": "r" * result_chars},
+        {"type": "assistant", "content": f"Module {i} is updated."},
+    ]
+
+
+def test_resume_replays_records_as_messages(alice_client: APIClient) -> None:
+    start(alice_client, [{"type": "system_prompt", "content": "sys"}, *turn(1)])
+    body = alice_client.get(f"{S}s1/resume/").json()
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert body["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "call_1", "content": "r" * 100, "is_error": False}
+    ]
+    assert body["boundary_index"] is None and body["dropped_records"] == 0
+
+
+def test_resume_cuts_a_dangling_tool_use(alice_client: APIClient) -> None:
+    start(
+        alice_client,
+        [
+            *turn(1),
+            {"type": "user", "content": "next"},
+            {
+                "type": "assistant",
+                "content": [{"type": "tool_use", "id": "lost", "name": "Bash", "input": {}}],
+            },
+        ],
+    )
+    body = alice_client.get(f"{S}s1/resume/").json()
+    assert len(body["messages"]) == 5 and body["dropped_records"] == 1
+    assert SessionRecord.objects.count() == 6  # nothing is deleted
+
+
+def test_resume_is_byte_identical_and_large_results_can_be_fetched(
+    alice_client: APIClient,
+) -> None:
+    big = "line of output\n" * 5000  # 75,000 chars: over the 50,000 single-result limit
+    start(alice_client, [*turn(1), *turn(2, text="again")])
+    alice_client.post(
+        f"{S}s1/records/",
+        [
+            {
+                "type": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "big",
+                        "name": "Bash",
+                        "input": {"command": "cat log"},
+                    }
+                ],
+            },
+            {"type": "tool_result", "tool_use_id": "big", "content": big},
+        ],
+        format="json",
+    )
+    first = alice_client.get(f"{S}s1/resume/")
+    second = alice_client.get(f"{S}s1/resume/")
+    assert first.content == second.content
+    preview = first.json()["messages"][-1]["content"][0]["content"]
+    assert preview.startswith("<persisted-output>") and len(preview) < 3000
+    link = next(line for line in preview.splitlines() if "/tool-results/big/" in line)
+    fetched = alice_client.get(link.replace("http://127.0.0.1:8000", ""))
+    assert fetched.status_code == 200 and fetched.content.decode() == big
+    assert ToolResultDecision.objects.exclude(artifact="").count() == 1
+
+
+def test_compaction_advice_uses_the_source_thresholds(alice_client: APIClient) -> None:
+    start(alice_client, turn(1))
+    advice = alice_client.get(f"{S}s1/compaction/", {"context_window": 200_000}).json()
+    assert advice["auto_threshold"] == 200_000 - 20_000 - 13_000
+    assert advice["manual_threshold"] == 200_000 - 20_000 - 3_000
+    assert advice["should_compact"] is False and advice["estimated"] is True
+    told = alice_client.get(
+        f"{S}s1/compaction/", {"context_window": 200_000, "current_tokens": 170_000}
+    ).json()
+    assert told["should_compact"] is True and told["current_tokens"] == 170_000
+    bad = alice_client.get(f"{S}s1/compaction/", {"context_window": "lots"})
+    assert bad.status_code == 400
+
+
+def test_auto_compaction_waits_for_the_threshold(alice_client: APIClient) -> None:
+    start(alice_client, turn(1))
+    response = alice_client.post(f"{S}s1/compact/", {"context_window": 200_000}, format="json")
+    assert response.status_code == 200
+    assert response.json()["compacted"] is False
+    assert response.json()["reason"] == "below_threshold"
+
+
+def test_manual_compaction_offline_keeps_the_tail_and_summarises_the_rest(
+    alice_client: APIClient,
+) -> None:
+    records = [r for i in range(1, 9) for r in turn(i, result_chars=3000)]
+    start(alice_client, records)
+    small = alice_client.post(
+        f"{S}s1/compact/", {"context_window": 8_000, "mode": "manual"}, format="json"
+    )
+    assert small.status_code == 201, small.content
+    body = small.json()
+    assert body["compacted"] is True and body["kept_messages"] >= 1
+    assert "1. Primary request and intent\nStep 1: edit module_1.py" in body["summary"]
+    assert "src/module_3.py" in body["summary"]
+    boundary = SessionRecord.objects.get(type="compact_boundary")
+    assert boundary.index == body["boundary_index"] == len(records)
+    resumed = alice_client.get(f"{S}s1/resume/").json()
+    assert resumed["messages"][0]["content"].startswith("This session continues")
+    assert len(resumed["messages"]) == 1 + body["kept_messages"]
+    assert resumed["messages"][-1] == {"role": "assistant", "content": "Module 8 is updated."}
+    assert resumed["replayed_from_index"] == boundary.index + 1
+    assert body["tokens_after"] < body["current_tokens"]
+    assert AuditEvent.objects.filter(verb="session.compacted").count() == 1
+    # Records appended after the boundary are replayed after the kept tail.
+    alice_client.post(f"{S}s1/records/", [{"type": "user", "content": "and now?"}], format="json")
+    again = alice_client.get(f"{S}s1/resume/").json()["messages"]
+    assert again[-1] == {"role": "user", "content": "and now?"}
+
+
+def test_compaction_skips_a_small_prefix(alice_client: APIClient) -> None:
+    start(alice_client, turn(1) + turn(2))
+    response = alice_client.post(
+        f"{S}s1/compact/", {"context_window": 8_000, "mode": "manual"}, format="json"
+    )
+    assert response.json() | {"compacted": False} == response.json()
+    assert response.json()["reason"] == "prefix_too_small"
+    assert not SessionRecord.objects.filter(type="compact_boundary").exists()
