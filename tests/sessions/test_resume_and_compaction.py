@@ -155,3 +155,70 @@ def test_compaction_skips_a_small_prefix(alice_client: APIClient) -> None:
     assert response.json() | {"compacted": False} == response.json()
     assert response.json()["reason"] == "prefix_too_small"
     assert not SessionRecord.objects.filter(type="compact_boundary").exists()
+
+
+def long_session(client: APIClient) -> None:
+    start(client, [r for i in range(1, 9) for r in turn(i, result_chars=3000)])
+
+
+def test_compaction_through_an_llm_keeps_only_the_summary(
+    alice_client: APIClient, fake_llm: Any, settings: Any
+) -> None:
+    fake_llm.configure(settings)
+    long_session(alice_client)
+    fake_llm.reply(
+        "<analysis>scratch work</analysis>\n<summary>\n1. Primary request: edit "
+        "modules\n</summary>",
+        tokens_in=5000,
+        tokens_out=40,
+    )
+    response = alice_client.post(
+        f"{S}s1/compact/", {"context_window": 8_000, "mode": "manual"}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["summary"] == "1. Primary request: edit modules"
+    request = fake_llm.requests[-1]
+    assert request.messages[0]["role"] == "system"
+    assert "nine sections" in request.messages[0]["content"]
+    assert "Step 1: edit module_1.py" in request.messages[1]["content"]
+    usage = alice_client.get("/api/v1/projects/alpha/llm/usage/").json()
+    assert usage["recent_calls"][0]["purpose"] == "compaction"
+    assert usage["recent_calls"][0]["tokens_in"] == 5000
+
+
+def test_a_too_long_prompt_drops_the_oldest_turns_and_retries(
+    alice_client: APIClient, fake_llm: Any, settings: Any
+) -> None:
+    fake_llm.configure(settings, max_retries=0)
+    long_session(alice_client)
+    fake_llm.fail(400, message="prompt is too long: 250000 tokens > 200000 maximum")
+    fake_llm.reply("<summary>shorter</summary>")
+    response = alice_client.post(
+        f"{S}s1/compact/", {"context_window": 8_000, "mode": "manual"}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    first, second = fake_llm.requests[-2:]
+    assert "Step 1: edit module_1.py" in first.messages[1]["content"]
+    assert "Step 1: edit module_1.py" not in second.messages[1]["content"]
+
+
+def test_failed_summaries_are_errors_and_open_the_circuit_for_auto_compaction(
+    alice_client: APIClient, fake_llm: Any, settings: Any
+) -> None:
+    fake_llm.configure(settings, max_retries=0)
+    long_session(alice_client)
+    for attempt in range(3):
+        fake_llm.fail(500)
+        response = alice_client.post(
+            f"{S}s1/compact/", {"context_window": 8_000, "mode": "manual"}, format="json"
+        )
+        assert response.status_code == 502, response.content
+        assert response.json()["error"]["code"] == "compaction_failed"
+    auto = alice_client.post(f"{S}s1/compact/", {"context_window": 8_000}, format="json")
+    assert auto.status_code == 200 and auto.json()["reason"] == "circuit_open"
+    fake_llm.reply("<summary>ok now</summary>")  # a manual compaction still runs, and closes it
+    manual = alice_client.post(
+        f"{S}s1/compact/", {"context_window": 8_000, "mode": "manual"}, format="json"
+    )
+    assert manual.status_code == 201
+    assert SessionRecord.objects.filter(type="compact_boundary").count() == 1
