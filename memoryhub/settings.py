@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "memoryhub.memories",
     "memoryhub.llm",
     "memoryhub.sessions",
+    "memoryhub.recall",
 ]
 
 MIDDLEWARE = [

@@ -7,6 +7,7 @@ from memoryhub.core import api_views, health, views
 api_v1 = [
     path("", include("accounts.urls")),
     path("", include("projects.urls")),
+    path("", include("memoryhub.recall.urls")),
     path("", include("memoryhub.memories.urls")),
     path("", include("memoryhub.sessions.urls")),
     path("", include("memoryhub.llm.urls")),

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from accounts.actors import Actor
@@ -22,6 +23,7 @@ pytest_plugins = ["tests.fake_llm"]
 
 @pytest.fixture(autouse=True)
 def _test_settings(settings: Any) -> None:
+    cache.clear()  # cached bank statistics must not leak between tests
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # The manifest storage needs `collectstatic`; tests render pages without it.
     settings.STORAGES = settings.STORAGES | {

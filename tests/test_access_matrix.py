@@ -29,6 +29,7 @@ PROJECT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("patch", P + "/members/bob/", {"role": "viewer"}),
     ("delete", P + "/members/bob/", None),
     ("get", P + "/memories/", None),
+    ("get", P + "/memories/search/?q=hello", None),
     ("post", P + "/memories/", MEMORY_BODY),
     ("post", P + "/memories/bulk/", {"items": [MEMORY_BODY]}),
     ("get", M + "/", None),

@@ -95,6 +95,8 @@ class Memory(models.Model):
     last_accessed_at = models.DateTimeField(null=True, blank=True)
     hit_count = models.PositiveIntegerField(default=0)
     content_hash = models.CharField(max_length=64, editable=False)
+    # Number of index terms (BM25's document length); maintained with the postings.
+    term_count = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta:
         verbose_name_plural = "memories"
@@ -195,3 +197,27 @@ class MemoryEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_label} {self.verb} memory {self.memory_id}"
+
+
+class MemoryTerm(models.Model):
+    """Inverted index of the bank: one posting per (memory, term) with its frequency.
+
+    Written by the memory services in the same transaction as the memory, so search never sees
+    a memory without its postings. Terms come from memoryhub.memories.text.tokenize over the
+    title, content and keywords.
+    """
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    term = models.CharField(max_length=64)
+    tf = models.PositiveSmallIntegerField()
+
+    class Meta:
+        indexes = [
+            # Candidate generation: the postings of a query's terms within one project. All four
+            # columns are keys (not INCLUDE, which SQLite lacks) so scans are index-only.
+            models.Index(fields=["project", "term", "memory", "tf"], name="memoryterm_lookup"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term}×{self.tf} in {self.memory_id}"

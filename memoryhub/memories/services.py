@@ -13,8 +13,9 @@ from django.utils import timezone
 
 from accounts.actors import Actor
 from memoryhub.core.exceptions import ApplicationError
+from memoryhub.memories import text
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
-from memoryhub.memories.models import Memory, MemoryEvent, content_hash
+from memoryhub.memories.models import Memory, MemoryEvent, MemoryTerm, content_hash
 from projects.models import Project
 
 BULK_MAX_ITEMS = 1000
@@ -61,6 +62,32 @@ def normalize_keywords(keywords: Sequence[str]) -> list[str]:
             seen.add(cleaned.casefold())
             result.append(cleaned)
     return result
+
+
+def index_text(memory: Memory) -> str:
+    """What the index and BM25 see of a memory (meow-memory: title + content + keywords)."""
+    return "\n".join([memory.title, memory.content, " ".join(memory.keywords)])
+
+
+def _postings(memories: Sequence[Memory]) -> list[MemoryTerm]:
+    """Postings of `memories` (saved, with pks); sets each memory's term_count as a side effect
+    for callers that have not saved it yet."""
+    rows: list[MemoryTerm] = []
+    for memory in memories:
+        counts = text.term_counts(index_text(memory))
+        memory.term_count = sum(counts.values())
+        rows.extend(
+            MemoryTerm(
+                memory_id=memory.pk, project_id=memory.project_id, term=term, tf=min(tf, 32767)
+            )
+            for term, tf in counts.items()
+        )
+    return rows
+
+
+def _reindex(memory: Memory) -> None:
+    MemoryTerm.objects.filter(memory=memory).delete()
+    MemoryTerm.objects.bulk_create(_postings([memory]), batch_size=2000)
 
 
 def _event(memory: Memory, actor: Actor, verb: str, before: Any, after: Any) -> MemoryEvent:
@@ -122,7 +149,9 @@ class BulkValidationError(ApplicationError):
 @transaction.atomic
 def memory_create(*, project: Project, actor: Actor, data: MemoryInput) -> Memory:
     memory = _build(project, actor, data)
+    memory.term_count = sum(text.term_counts(index_text(memory)).values())
     memory.save()
+    MemoryTerm.objects.bulk_create(_postings([memory]), batch_size=2000)
     _event(memory, actor, "created", None, memory.snapshot()).save()
     return memory
 
@@ -149,7 +178,10 @@ def memory_bulk_create(
             errors[str(index)] = exc.message_dict
     if errors:
         raise BulkValidationError(errors)
+    for memory in memories:
+        memory.term_count = sum(text.term_counts(index_text(memory)).values())
     Memory.objects.bulk_create(memories, batch_size=500)
+    MemoryTerm.objects.bulk_create(_postings(memories), batch_size=2000)
     MemoryEvent.objects.bulk_create(
         [_event(m, actor, "created", None, m.snapshot()) for m in memories], batch_size=500
     )
@@ -171,7 +203,9 @@ def memory_update(*, memory: Memory, actor: Actor, changes: dict[str, Any]) -> M
         return memory
     memory.content_hash = content_hash(memory.content)
     memory.updated_at = timezone.now()
-    memory.save(update_fields=[*changed, "content_hash", "updated_at"])
+    if {"title", "content", "keywords"} & set(changed):
+        _reindex(memory)  # sets term_count
+    memory.save(update_fields=[*changed, "content_hash", "updated_at", "term_count"])
     after = memory.snapshot()
     _event(
         memory, actor, "updated", {n: before[n] for n in changed}, {n: after[n] for n in changed}
@@ -224,3 +258,25 @@ def memory_set_status(
     after = memory.snapshot()
     _event(memory, actor, verb, {k: before[k] for k in keys}, {k: after[k] for k in keys}).save()
     return memory
+
+
+@transaction.atomic
+def memory_reindex(*, project: Project | None = None) -> int:
+    """Rebuild the postings of every memory (of one project): after a tokenizer change, or to
+    index memories written before the index existed. Idempotent. Returns the memory count."""
+    memories = Memory.objects.all() if project is None else Memory.objects.filter(project=project)
+    MemoryTerm.objects.filter(memory__in=memories).delete()
+    count = 0
+    batch: list[Memory] = []
+    for memory in memories.order_by("pk").iterator(chunk_size=1000):
+        batch.append(memory)
+        if len(batch) == 1000:
+            count += _reindex_batch(batch)
+            batch = []
+    return count + (_reindex_batch(batch) if batch else 0)
+
+
+def _reindex_batch(batch: list[Memory]) -> int:
+    MemoryTerm.objects.bulk_create(_postings(batch), batch_size=2000)
+    Memory.objects.bulk_update(batch, ["term_count"], batch_size=1000)
+    return len(batch)

@@ -207,7 +207,7 @@ def test_failed_summaries_are_errors_and_open_the_circuit_for_auto_compaction(
 ) -> None:
     fake_llm.configure(settings, max_retries=0)
     long_session(alice_client)
-    for attempt in range(3):
+    for _ in range(3):
         fake_llm.fail(500)
         response = alice_client.post(
             f"{S}s1/compact/", {"context_window": 8_000, "mode": "manual"}, format="json"

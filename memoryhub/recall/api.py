@@ -1,0 +1,85 @@
+"""REST API of recall: /api/v1/projects/{slug}/memories/search/ …"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryhub.core.api import CommaSeparatedChoiceField, actor_of
+from memoryhub.memories.kinds import Kind, Scope, Subcategory
+from memoryhub.memories.models import Memory
+from memoryhub.recall import search
+from memoryhub.sessions.selectors import session_get
+from projects.selectors import project_access
+
+
+class SearchResultSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="memory.public_id")
+    kind = serializers.CharField(source="memory.kind")
+    scope = serializers.CharField(source="memory.scope")
+    subcategory = serializers.CharField(source="memory.subcategory")
+    title = serializers.CharField(source="memory.title")
+    content = serializers.CharField(source="memory.content")
+    keywords = serializers.ListField(source="memory.keywords", child=serializers.CharField())
+    importance = serializers.IntegerField(source="memory.importance")
+    status = serializers.CharField(source="memory.status")
+    metadata = serializers.DictField(source="memory.metadata")
+    score = serializers.FloatField()
+    created_at = serializers.DateTimeField(source="memory.created_at")
+    updated_at = serializers.DateTimeField(source="memory.updated_at")
+
+
+class MemorySearchApi(APIView):
+    class SearchInput(serializers.Serializer):
+        q = serializers.CharField(max_length=2000)
+        k = serializers.IntegerField(min_value=1, max_value=100, default=20)
+        kind = CommaSeparatedChoiceField(choices=Kind.values, required=False)
+        scope = serializers.ChoiceField(choices=Scope.choices, required=False)
+        status = CommaSeparatedChoiceField(choices=[*Memory.Status.values, "all"], required=False)
+        subcategory = serializers.ChoiceField(choices=Subcategory.choices, required=False)
+        days = serializers.IntegerField(
+            min_value=0, required=False, help_text="Only memories created in the last N days."
+        )
+        as_of = serializers.DateTimeField(
+            required=False, help_text="'Now' for recency decay (replays)."
+        )
+        session_id = serializers.CharField(
+            max_length=200,
+            required=False,
+            help_text="Skip memories this session already saw (after the first five).",
+        )
+
+    class SearchOutput(serializers.Serializer):
+        results = SearchResultSerializer(many=True)
+
+    @extend_schema(operation_id="memories_search", parameters=[SearchInput], responses=SearchOutput)
+    def get(self, request: Request, slug: str) -> Response:
+        """Memories ranked by BM25 × recency (meow-memory's memory_search), best first."""
+        access = project_access(slug=slug, actor=actor_of(request))
+        params = self.SearchInput(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        statuses = data.get("status") or (Memory.Status.ACTIVE,)
+        if "all" in statuses:
+            statuses = tuple(Memory.Status.values)
+        session = (
+            session_get(access=access, ref=data["session_id"]) if data.get("session_id") else None
+        )
+        hits = search.memory_search(
+            access=access,
+            query=search.SearchQuery(
+                text=data["q"],
+                k=data["k"],
+                kinds=data.get("kind", ()),
+                scope=data.get("scope"),
+                statuses=tuple(statuses),
+                subcategory=data.get("subcategory"),
+                days=data.get("days"),
+                as_of=data.get("as_of"),
+                session=session,
+            ),
+        )
+        return Response(self.SearchOutput({"results": hits}).data)

@@ -1,0 +1,45 @@
+"""meow-memory's scoring pieces (seed-algorithms §5.4–5.5), exactly as in its source."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+BM25_K1 = 1.5
+BM25_B = 0.75
+SUPER_MATCH = 0.85  # raw ≥ 0.85 × the best raw score: exempt from decay
+DECAY_EXEMPT_IMPORTANCE = 3
+
+# Ebbinghaus-style step table: (age below N days, weight). Not a half-life (§6.10).
+_DECAY_STEPS = (
+    (1, 1.0),
+    (2, 0.9),
+    (4, 0.8),
+    (7, 0.65),
+    (15, 0.5),
+    (30, 0.35),
+    (60, 0.25),
+    (180, 0.15),
+)
+_DECAY_FLOOR = 0.08
+
+
+def idf(n_docs: int, df: int) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def recency_weight(updated_at: datetime, now: datetime) -> float:
+    age_days = (now - updated_at).total_seconds() / 86_400
+    for limit, weight in _DECAY_STEPS:
+        if age_days < limit:
+            return weight
+    return _DECAY_FLOOR
+
+
+def decayed(
+    raw: float, *, best_raw: float, importance: int, updated_at: datetime, now: datetime
+) -> float:
+    """raw × recency weight, unless the memory is important or a super match."""
+    if importance >= DECAY_EXEMPT_IMPORTANCE or raw >= SUPER_MATCH * best_raw:
+        return raw
+    return raw * recency_weight(updated_at, now)

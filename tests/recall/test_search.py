@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from memoryhub.memories.text import tokenize
+from memoryhub.recall import scoring
+
+URL = "/api/v1/projects/alpha/memories/"
+SEARCH = URL + "search/"
+
+
+def add(client: APIClient, content: str, **fields: Any) -> str:
+    fields.setdefault("kind", "fact")
+    response = client.post(URL, {"content": content, **fields}, format="json")
+    assert response.status_code == 201, response.content
+    return str(response.json()["id"])
+
+
+def search(client: APIClient, **params: Any) -> list[dict[str, Any]]:
+    response = client.get(SEARCH, params)
+    assert response.status_code == 200, response.content
+    return list(response.json()["results"])
+
+
+def test_tokenizer_stems_drops_stopwords_and_makes_cjk_bigrams() -> None:
+    assert tokenize("The services are DEPLOYING to Docker") == ["servic", "deploy", "docker"]
+    assert tokenize("用中文写测试") == ["用中", "中文", "文写", "写测", "测试"]
+    assert tokenize("a 中 b") == ["b"]  # a lone Han character makes no bigram
+
+
+def test_idf_and_decay_match_hand_computed_values() -> None:
+    assert scoring.idf(2, 2) == pytest.approx(math.log(1.2))
+    assert scoring.idf(10, 1) == pytest.approx(math.log(1 + 9.5 / 1.5))
+    now = datetime(2026, 1, 31, tzinfo=UTC)
+    steps = {0.5: 1.0, 1.5: 0.9, 3: 0.8, 6: 0.65, 14: 0.5, 29: 0.35, 59: 0.25, 179: 0.15, 400: 0.08}
+    for days, weight in steps.items():
+        assert scoring.recency_weight(now - timedelta(days=days), now) == weight
+    old = now - timedelta(days=400)
+    assert scoring.decayed(1.0, best_raw=2.0, importance=1, updated_at=old, now=now) == 0.08
+    assert scoring.decayed(1.0, best_raw=2.0, importance=3, updated_at=old, now=now) == 1.0
+    assert scoring.decayed(1.8, best_raw=2.0, importance=1, updated_at=old, now=now) == 1.8
+
+
+def test_bm25_scores_match_hand_computed_values(alice_client: APIClient) -> None:
+    a = add(alice_client, "deploy docker")  # terms: deploy docker (dl 2)
+    b = add(alice_client, "docker compose docker")  # docker compos docker (dl 3)
+    # N = 2, avgdl = 2.5, df(docker) = 2 → idf = ln(1.2); k1 = 1.5, b = 0.75
+    idf = math.log(1.2)
+    score_a = idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 2 / 2.5))
+    score_b = idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 3 / 2.5))
+    results = search(alice_client, q="docker")
+    assert [r["id"] for r in results] == [b, a]
+    assert results[0]["score"] == pytest.approx(score_b)
+    assert results[1]["score"] == pytest.approx(score_a)
+    twice = search(alice_client, q="docker docker")  # query repeats count (meow-memory)
+    assert twice[0]["score"] == pytest.approx(2 * score_b)
+
+
+def test_recency_decay_and_its_exemptions(alice_client: APIClient) -> None:
+    old = "2024-01-01T00:00:00Z"
+    weak_old = add(alice_client, "redis cache redis layer notes", created_at=old, updated_at=old)
+    important_old = add(alice_client, "redis cache", importance=3, created_at=old, updated_at=old)
+    fresh = add(alice_client, "redis")
+    results = {
+        r["id"]: r["score"]
+        for r in search(alice_client, q="redis cache", as_of="2024-01-01T12:00:00Z")
+    }
+    assert set(results) == {weak_old, important_old, fresh}
+    later = {r["id"]: r["score"] for r in search(alice_client, q="redis cache")}
+    assert later[important_old] == pytest.approx(results[important_old])  # importance ≥ 3
+    assert later[weak_old] < results[weak_old]
+
+
+def test_filters(alice_client: APIClient) -> None:
+    fact = add(alice_client, "postgres tuning notes", kind="fact")
+    lesson = add(alice_client, "postgres vacuum lesson", kind="lesson")
+    todo = add(alice_client, "postgres upgrade", kind="project", subcategory="todo")
+    mine = add(alice_client, "postgres is my favourite", kind="user")
+    alice_client.post(f"{URL}{fact}/archive/", {}, format="json")
+
+    def ids(**params: Any) -> set[str]:
+        params.setdefault("q", "postgres")
+        return {r["id"] for r in search(alice_client, **params)}
+
+    assert ids() == {lesson, todo, mine}
+    assert ids(status="all") == {fact, lesson, todo, mine}
+    assert ids(kind="lesson,fact") == {lesson}
+    assert ids(subcategory="todo") == {todo}
+    assert ids(scope="user") == {mine}
+    assert ids(q="nothing matches this") == set()
+
+
+def test_chinese_queries_match_chinese_memories(alice_client: APIClient) -> None:
+    zh = add(alice_client, "部署前必须先运行数据库迁移")
+    add(alice_client, "Run the database migrations before deploying")
+    assert [r["id"] for r in search(alice_client, q="数据库迁移怎么做")][0] == zh
+
+
+def test_user_memories_of_others_are_never_found(
+    alice_client: APIClient, bob_client: APIClient
+) -> None:
+    add(alice_client, "alice prefers vim keybindings", kind="user")
+    shared = add(alice_client, "the team uses vim keybindings in the web ide")
+    assert [r["id"] for r in search(bob_client, q="vim keybindings")] == [shared]
+
+
+def test_with_a_session_the_first_five_are_blind_then_unseen_fill(
+    alice_client: APIClient,
+) -> None:
+    alice_client.post("/api/v1/projects/alpha/sessions/", {"external_id": "s1"}, format="json")
+    ids = [
+        add(alice_client, f"kubernetes deployment note {'kubernetes ' * (12 - i)}")
+        for i in range(12)
+    ]
+    first = [r["id"] for r in search(alice_client, q="kubernetes", k=7, session_id="s1")]
+    assert first == ids[:7]
+    second = [r["id"] for r in search(alice_client, q="kubernetes", k=7, session_id="s1")]
+    assert second == ids[:5] + ids[7:9]  # five blind, then two not seen before
+    without = [r["id"] for r in search(alice_client, q="kubernetes", k=7)]
+    assert without == ids[:7]
+
+
+def test_search_rejects_bad_parameters(alice_client: APIClient) -> None:
+    response = alice_client.get(SEARCH, {"k": "0", "kind": "nope"})
+    assert response.status_code == 400
+    assert set(response.json()["error"]["details"]) == {"q", "k", "kind"}
