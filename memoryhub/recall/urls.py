@@ -1,11 +1,9 @@
 from django.urls import path
 
-from memoryhub.recall import api
+from memoryhub.recall.api import search
+
+P = "projects/<slug:slug>/"
 
 urlpatterns = [
-    path(
-        "projects/<slug:slug>/memories/search/",
-        api.MemorySearchApi.as_view(),
-        name="memories-search",
-    ),
+    path(P + "memories/search/", search.MemorySearchApi.as_view(), name="memories-search"),
 ]

@@ -1,0 +1,1 @@
+"""Recall's REST API, one module per capability (search, recall, instructions, injection…)."""
