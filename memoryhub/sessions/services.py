@@ -150,6 +150,12 @@ def _insert(
         content, redactions = (
             redaction.redact_json(record.content) if config.redact_secrets else (record.content, 0)
         )
+        metadata, meta_redactions = (
+            redaction.redact_json(record.metadata)
+            if config.redact_secrets
+            else (record.metadata, 0)
+        )
+        redactions += meta_redactions
         flagged = _contains_injection(content)
         rows.append(
             SessionRecord(
@@ -163,7 +169,7 @@ def _insert(
                 seq=record.seq,
                 redactions=redactions,
                 contains_injection=flagged,
-                metadata=record.metadata,
+                metadata=metadata,
             )
         )
         counters.redactions += redactions
@@ -285,8 +291,12 @@ def session_import(
     title = (mewcode_meta.title if mewcode_meta else "") or info.title
     extra: dict[str, Any] = {"cwd": info.cwd} if info.cwd else {}
     if title or extra or mewcode_meta:
+        summary = mewcode_meta.summary if mewcode_meta else session.summary
+        if config.redact_secrets:  # the .meta title is the first user message, unredacted
+            title, _ = redaction.redact(title)
+            summary, _ = redaction.redact(summary)
         session.title = (title or session.title)[:200]
-        session.summary = mewcode_meta.summary if mewcode_meta else session.summary
+        session.summary = summary
         if mewcode_meta and mewcode_meta.created_at:
             session.created_at = mewcode_meta.created_at
         session.metadata = session.metadata | extra | {"skipped_lines": info.skipped}
