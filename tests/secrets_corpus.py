@@ -546,6 +546,18 @@ NEGATIVES: list[NegativeSample] = [
         "    return token\n",
     ),
     NegativeSample(
+        "python_llm_client_code",
+        "reply = client.chat(\n"
+        "    max_tokens=openai.omit if hosted else max_tokens,\n"
+        "    tokens_in=reply.tokens_in,\n"
+        "    created_by_token=actor.token,\n"
+        ")\n"
+        'usage = {"current_tokens": tokens, "total_tokens": script.tokens_in + script.extra}\n'
+        "settings.LLM_API_KEY = api_key\n"
+        "def token_revoke(*, token: ApiToken, actor: Actor) -> ApiToken | None:\n"
+        'print(f"  password: {password}")\n',
+    ),
+    NegativeSample(
         "typescript_types",
         "interface Session {\n  token: string;\n  password?: string;\n"
         "  apiKey: string | null;\n  onAuth: () => void;\n}\n",
@@ -570,7 +582,8 @@ NEGATIVES: list[NegativeSample] = [
     NegativeSample(
         "prose_about_secrets",
         "Rotate the API key every 90 days, never commit a password to git, and keep tokens "
-        "out of logs. Ping alice@example.com about the password reset flow.",
+        "out of logs. Ping alice@example.com about the password reset flow.\n"
+        "The bank's tokenizer: what search and the index agree a term is.\n",
     ),
     NegativeSample(
         "docker_digest",

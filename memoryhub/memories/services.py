@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -9,11 +10,12 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from accounts.actors import Actor
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.memories import text
+from memoryhub.memories import similarity, text
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
 from memoryhub.memories.models import Memory, MemoryEvent, MemoryTerm, content_hash
 from projects.models import Project
@@ -189,7 +191,9 @@ def memory_bulk_create(
 
 
 @transaction.atomic
-def memory_update(*, memory: Memory, actor: Actor, changes: dict[str, Any]) -> Memory:
+def memory_update(
+    *, memory: Memory, actor: Actor, changes: dict[str, Any], verb: str = "updated"
+) -> Memory:
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise ApplicationError(f"Cannot change {', '.join(sorted(unknown))} here.")
@@ -208,7 +212,7 @@ def memory_update(*, memory: Memory, actor: Actor, changes: dict[str, Any]) -> M
     memory.save(update_fields=[*changed, "content_hash", "updated_at", "term_count"])
     after = memory.snapshot()
     _event(
-        memory, actor, "updated", {n: before[n] for n in changed}, {n: after[n] for n in changed}
+        memory, actor, verb, {n: before[n] for n in changed}, {n: after[n] for n in changed}
     ).save()
     return memory
 
@@ -280,3 +284,128 @@ def _reindex_batch(batch: list[Memory]) -> int:
     MemoryTerm.objects.bulk_create(_postings(batch), batch_size=2000)
     Memory.objects.bulk_update(batch, ["term_count"], batch_size=1000)
     return len(batch)
+
+
+# --- memory_remember: the write path of agents and the pipeline -----------------------------
+
+_NEGATION = re.compile(
+    r"\b(?:not|never|no longer|don't|do not|doesn't|does not|isn't|aren't|won't|avoid|stop)\b"
+    r"|不要|不再|禁止|别|没有|不是|不用",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+# Cosine above which two memories of one kind talk about the same thing (meow find-similar
+# feeds the contradiction check; meow leaves the decision to the model, we need a rule).
+CONTRADICTION_SIMILARITY = 0.5
+REMEMBER_CANDIDATES = 200
+REMEMBER_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROPOSED)
+
+
+@dataclass
+class RememberResult:
+    memory: Memory
+    merged: bool
+    superseded: list[Memory] = field(default_factory=list)
+
+
+def contradicts(old: str, new: str) -> bool:
+    """Offline contradiction rule: the same subject (high cosine) with opposite polarity, or
+    the same sentence with different numbers ("Node 18" → "Node 20")."""
+    if similarity.cosine(old, new) < CONTRADICTION_SIMILARITY:
+        return False
+    if bool(_NEGATION.search(old)) != bool(_NEGATION.search(new)):
+        return True
+    old_numbers, new_numbers = _NUMBER.findall(old), _NUMBER.findall(new)
+    return bool(old_numbers) and bool(new_numbers) and old_numbers != new_numbers
+
+
+def _remember_candidates(project: Project, memory: Memory) -> list[Memory]:
+    """Memories of the same kind and owner that share index terms with `memory`, most recently
+    created first: the index stands in for meow's scan of every row of the level."""
+    terms = list(text.term_counts(index_text(memory)))
+    if not terms:
+        return []
+    matched = (
+        MemoryTerm.objects.filter(project=project, term__in=terms)
+        .values("memory_id")
+        .annotate(shared=Count("id"))
+        .order_by("-shared")[:REMEMBER_CANDIDATES]
+        .values_list("memory_id", flat=True)
+    )
+    return list(
+        Memory.objects.filter(
+            pk__in=list(matched),
+            kind=memory.kind,
+            scope=memory.scope,
+            owner=memory.owner,
+            status__in=REMEMBER_STATUSES,
+        ).order_by("-created_at", "-pk")
+    )
+
+
+@transaction.atomic
+def memory_remember(*, project: Project, actor: Actor, data: MemoryInput) -> RememberResult:
+    """Write a memory the way meow-memory's memory_remember does.
+
+    Merge into the newest active memory of the same kind (and owner) whose content has bigram
+    Jaccard ≥ 0.8 with the new one: its content becomes the new text, importance the max,
+    keywords the new ones when given. Otherwise insert, and mark older memories of the kind
+    that the new one contradicts as stale, superseded by it (never deleted). Idempotent: writing
+    the same memory twice merges the second into the first.
+    """
+    # Serialise writers of one bank so two extractions cannot both insert the same memory.
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    draft = _build(project, actor, data)
+    candidates = _remember_candidates(project, draft)
+    for existing in candidates:
+        if similarity.jaccard(existing.content, draft.content) >= similarity.MERGE_THRESHOLD:
+            changes: dict[str, Any] = {"content": draft.content}
+            if draft.importance > existing.importance:
+                changes["importance"] = draft.importance
+            if draft.keywords:
+                changes["keywords"] = draft.keywords
+            before_update = existing.updated_at
+            merged = memory_update(memory=existing, actor=actor, changes=changes, verb="merged")
+            if merged.updated_at == before_update:
+                # Nothing changed, yet the merge is news: recency and the audit trail say so.
+                merged.updated_at = timezone.now()
+                merged.save(update_fields=["updated_at"])
+                _event(
+                    merged, actor, "merged", None, {"source_session": data.source_session}
+                ).save()
+            return RememberResult(memory=merged, merged=True)
+    memory = memory_create(project=project, actor=actor, data=data)
+    superseded = []
+    for old in candidates:
+        if old.status == Memory.Status.ACTIVE and contradicts(old.content, memory.content):
+            superseded.append(
+                memory_set_status(
+                    memory=old,
+                    actor=actor,
+                    status=Memory.Status.STALE,
+                    reason=f"Contradicted by a newer memory ({memory.public_id}).",
+                    superseded_by=memory,
+                )
+            )
+    return RememberResult(memory=memory, merged=False, superseded=superseded)
+
+
+@transaction.atomic
+def memory_approve(*, memory: Memory, actor: Actor) -> Memory:
+    """Review: a proposed memory becomes active (and so injectable)."""
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if memory.status != Memory.Status.PROPOSED:
+        raise ApplicationError(
+            f"Only proposed memories can be approved; this one is {memory.status}."
+        )
+    memory.status = Memory.Status.ACTIVE
+    memory.updated_at = timezone.now()
+    memory.save(update_fields=["status", "updated_at"])
+    _event(
+        memory,
+        actor,
+        "approved",
+        {"status": Memory.Status.PROPOSED},
+        {"status": Memory.Status.ACTIVE},
+    ).save()
+    return memory

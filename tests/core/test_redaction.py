@@ -4,7 +4,7 @@ import copy
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memoryhub.core.redaction import REDACTED, RULES, Rule, redact, redact_json
@@ -80,6 +80,7 @@ def test_it_leaves_ordinary_text_unchanged(negative: NegativeSample) -> None:
         ("redis://:hunter22@cache:6379/0", "redis://:[REDACTED]@cache:6379/0"),
         ("https://user:p@ss@host/x", "https://user:[REDACTED]@host/x"),
         ("curl -u admin:s3cretpass https://x", "curl -u admin:[REDACTED] https://x"),
+        ("the admin password: hunter22hunter", "the admin password: [REDACTED]"),
         (f"key {AWS_KEY_ID} here", "key [REDACTED] here"),
     ],
 )
@@ -219,9 +220,12 @@ def test_labelled_aws_secret_keys_are_caught_by_the_env_rule() -> None:
     assert rule("env_assignment").apply(text) == ("aws_secret_access_key = [REDACTED]", 1)
 
 
+# Runs of token characters short or around the 16-character threshold, between breaks.
+_token_run = st.one_of(
+    st.text(alphabet="aZ9_-", max_size=6), st.text(alphabet="aZ9_-", min_size=15, max_size=18)
+)
 _jwt_like_text = st.lists(
-    st.tuples(st.text(alphabet="aZ9_-", max_size=24), st.sampled_from([".", " ", "..", "\n", "+"])),
-    max_size=12,
+    st.tuples(_token_run, st.sampled_from([".", ".", " ", "..", "\n", "+"])), max_size=12
 ).map(lambda parts: "".join(run + sep for run, sep in parts))
 
 
@@ -231,6 +235,33 @@ def test_the_jwt_boundary_changes_no_match(text: str) -> None:
     source = [match.span() for match in OHMYPI_JWT_PATTERN.finditer(text)]
 
     assert ours == source
+
+
+_RULE_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ["Token", "TOKEN", "token", "secret", "Password", "api_key", "ApiKey", "auth"]
+            + ["sk", "pk_", "key-", "Bearer ", "authorization: basic ", "pwd", "dsn"]
+            + ["=", ": ", " = ", '"', "'", ".", "..", "-", "_", " ", "\n", "İ", "ß", REDACTED]
+        ),
+        st.text(alphabet="aZ9_-", min_size=1, max_size=20),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=500)
+@given(st.one_of(_RULE_TEXT, _jwt_like_text))
+@example("ab." + "a" * 16 + "." + "b" * 16 + "." + "c" * 16)  # a JWT after a short dotted part
+@example("SECRET=x İ token=abcd Bearer " + "x" * 20)  # İ lowercases to two characters
+def test_fast_candidate_scans_find_the_same_matches_as_the_regex(text: str) -> None:
+    for candidate_rule in RULES:
+        if candidate_rule.candidates is None:
+            continue
+        fast = [m.span() for m in candidate_rule.matches(text, text.lower())]
+        plain = [m.span() for m in candidate_rule.pattern.finditer(text)]
+
+        assert fast == plain, candidate_rule.name
 
 
 # --- values that are not secrets -----------------------------------------------------------
@@ -251,6 +282,13 @@ def test_the_jwt_boundary_changes_no_match(text: str) -> None:
         'password: "{{ db_password }}"',
         "MAX_TOKENS=4096",
         "max_output_tokens: 8192",
+        "def f(token: ApiToken | None = None, token_id: UUID) -> None:",
+        "record(tokens_in=reply.tokens_in, daily_token_budget=budget)",
+        'print(f"  password: {password}")',
+        '{"redact_secrets": redact}',
+        "LLM_API_KEY = api_key",
+        "password = db_password",
+        "INFO auth: login succeeded for alice",
     ],
 )
 def test_it_keeps_values_that_are_code_references_or_counts(text: str) -> None:
@@ -278,6 +316,16 @@ def test_it_redacts_numeric_passwords_and_quoted_strings(text: str, expected: st
 )
 def test_documented_false_positives(text: str, expected: str) -> None:
     assert redact(text) == (expected, 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    # The boundary we add to oh-my-pi's first pattern includes _ and -: parts of snake_case and
+    # kebab-case names are not secrets (the source turned these into test_[REDACTED]).
+    ["def test_token_estimate_counts():", "my_secret_value_for_x", "monkey-token-refresh-flag"],
+)
+def test_name_parts_after_underscores_and_dashes_are_kept(text: str) -> None:
+    assert redact(text) == (text, 0)
 
 
 # --- the marker and idempotence -------------------------------------------------------------
@@ -474,7 +522,7 @@ def test_redact_json_judges_strings_under_secret_names_like_assignments() -> Non
         "password": "correct horse battery staple",
         "db": {"PASSWORD": "12345678", "host": "db.internal"},
         "max_tokens": "4096",
-        "api_key": "api_key",
+        "api_token": "",
         "token": "${API_TOKEN}",
         "author": "Jane Doe",
         "secret": "abc",

@@ -1,0 +1,37 @@
+"""meow-memory's surface similarity: its raw tokenizer (CJK bigrams + lower-cased ASCII words,
+no stemming, no stopwords), bigram-set Jaccard for merging and term-frequency cosine for
+find-similar. Deliberately not the bank tokenizer: these thresholds (0.8) were tuned on it."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+_RUN = re.compile(r"[\u3400-\u9fff]+|[A-Za-z0-9]+")
+
+MERGE_THRESHOLD = 0.8  # meow-memory DEDUP_THRESHOLD
+
+
+def meow_tokens(text: str) -> list[str]:
+    tokens: list[str] = []
+    for run in _RUN.findall(text):
+        if "\u3400" <= run[0] <= "\u9fff":
+            tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+        else:
+            tokens.append(run.lower())
+    return tokens
+
+
+def jaccard(a: str, b: str) -> float:
+    sa, sb = set(meow_tokens(a)), set(meow_tokens(b))
+    if not sa and not sb:
+        return 1.0
+    return len(sa & sb) / len(sa | sb)
+
+
+def cosine(a: str, b: str) -> float:
+    ca, cb = Counter(meow_tokens(a)), Counter(meow_tokens(b))
+    dot = sum(ca[t] * cb[t] for t in ca.keys() & cb.keys())
+    norm = math.sqrt(sum(v * v for v in ca.values())) * math.sqrt(sum(v * v for v in cb.values()))
+    return dot / norm if norm else 0.0
