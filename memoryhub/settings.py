@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "memoryhub.llm",
     "memoryhub.sessions",
     "memoryhub.recall",
+    "memoryhub.pipeline",
 ]
 
 MIDDLEWARE = [
@@ -212,11 +213,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 30, minimum=5)
+PIPELINE_SCAN_SECONDS = env_int("PIPELINE_SCAN_SECONDS", 60, minimum=5)
 CELERY_BEAT_SCHEDULE = {
     # Lets /healthz report whether a worker is consuming, not just whether the broker is up.
     "worker-heartbeat": {
         "task": "memoryhub.core.tasks.worker_heartbeat",
         "schedule": float(WORKER_HEARTBEAT_SECONDS),
+    },
+    # Due extraction and consolidation (an ended session is picked up at the next scan).
+    "pipeline-scan": {
+        "task": "memoryhub.pipeline.tasks.pipeline_scan",
+        "schedule": float(PIPELINE_SCAN_SECONDS),
     },
 }
 

@@ -9,8 +9,11 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from accounts.actors import Actor
 from accounts.models import ApiToken, User
+from memoryhub.memories import artifacts
 from memoryhub.memories.models import Memory
+from memoryhub.recall import services as recall_services
 from memoryhub.sessions.models import AgentSession, SessionRecord, ToolResultDecision
 from projects.models import Project
 from tests.factories import MemoryFactory
@@ -19,6 +22,9 @@ P = "/api/v1/projects/alpha"
 M = P + "/memories/{mid}"
 SS = P + "/sessions/s1"
 MEMORY_BODY = {"content": "The CI runs on PostgreSQL.", "kind": "fact"}
+RECALL_FILE = {"path": "synced.md", "content": "---\nname: Synced\n---\n"}
+# Reads that use POST for their body (read-only tokens may call them; no audit event).
+POST_READS = {P + "/recall/"}
 
 # (method, path, body) of every project-scoped endpoint.
 PROJECT_ENDPOINTS: list[tuple[str, str, Any]] = [
@@ -37,6 +43,7 @@ PROJECT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("post", M + "/archive/", {"reason": "obsolete"}),
     ("post", M + "/stale/", {"reason": "outdated"}),
     ("post", M + "/restore/", {}),
+    ("post", M + "/approve/", None),
     ("get", M + "/history/", None),
     ("get", P + "/llm/usage/", None),
     ("get", P + "/sessions/", None),
@@ -51,6 +58,34 @@ PROJECT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("post", SS + "/compact/", {"context_window": 100000}),
     ("post", SS + "/end/", None),
     ("get", SS + "/tool-results/big/", None),
+    ("get", P + "/injection/", None),
+    ("get", P + "/injection/?profile=mewcode&format=text&session_id=s1", None),
+    ("get", P + "/panorama/", None),
+    ("get", M + "/similar/?session_id=s1", None),
+    ("get", P + "/memory/?uri=memory://root", None),
+    ("get", P + "/memory/?uri=memory://root/MEMORY.md", None),
+    ("get", P + "/artifacts/", None),
+    ("get", P + "/artifacts/MEMORY.md", None),
+    ("put", P + "/artifacts/skills/deploy/SKILL.md", {"content": "# Deploy"}),
+    ("delete", P + "/artifacts/MEMORY.md", None),
+    ("get", P + "/instructions/", None),
+    ("get", P + "/instructions/files/", None),
+    ("get", P + "/instructions/files/MEWCODE.md", None),
+    ("put", P + "/instructions/files/docs/style.md", {"content": "Use tabs."}),
+    ("delete", P + "/instructions/files/MEWCODE.md", None),
+    ("post", P + "/instructions/tree/", {"files": {"MEWCODE.md": "# Alpha v2"}}),
+    ("get", P + "/instructions/user/", None),
+    ("put", P + "/instructions/user/", {"content": "Short answers, please."}),
+    ("delete", P + "/instructions/user/", None),
+    ("get", P + "/recall-files/", None),
+    ("get", P + "/recall-files/project/notes.md", None),
+    ("put", P + "/recall-files/project/notes.md", {"content": "Notes, v2."}),
+    ("delete", P + "/recall-files/project/notes.md", None),
+    ("get", P + "/recall-files/user/prefs.md", None),
+    ("put", P + "/recall-files/user/prefs.md", {"content": "Prefs, v2."}),
+    ("delete", P + "/recall-files/user/prefs.md", None),
+    ("post", P + "/recall-files/sync/", {"scope": "project", "files": [RECALL_FILE]}),
+    ("post", P + "/recall/", {"query": "hello", "session_id": "s1"}),
 ]
 ACCOUNT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("get", "/api/v1/me/", None),
@@ -82,6 +117,33 @@ def transcript(project: Project, alice: User) -> AgentSession:
     session.save()
     ToolResultDecision.objects.create(session=session, tool_use_id="big", artifact="output")
     return session
+
+
+@pytest.fixture(autouse=True)
+def artifact(project: Project) -> None:
+    """The project's MEMORY.md, as stage 2 would have written it."""
+    artifacts.artifact_put(
+        project=project, path="MEMORY.md", content="# Memory", actor=Actor.for_system("test")
+    )
+
+
+@pytest.fixture(autouse=True)
+def instruction_and_recall_files(project: Project, alice: User) -> None:
+    """A project MEWCODE.md, alice's own instruction file, a project and a user recall file."""
+    alice_actor = Actor(user=alice)
+    recall_services.instruction_file_put(
+        project=project, actor=alice_actor, path="MEWCODE.md", content="# Alpha"
+    )
+    recall_services.instruction_file_put(
+        project=project, actor=alice_actor, path="MEWCODE.md", content="Mine.", owner=alice
+    )
+    for scope, path in (("project", "notes.md"), ("user", "prefs.md")):
+        recall_services.recall_file_put(
+            project=project,
+            actor=alice_actor,
+            scope=scope,
+            data=recall_services.RecallFileInput(path=path, content="v1"),
+        )
 
 
 @pytest.fixture
@@ -150,7 +212,7 @@ def test_read_only_token_reads_but_never_writes(
         AgentSession.objects.count(),
     )
     response = call(alice_ro_client, method, path, body, mid=memory.public_id, tid=token.public_id)
-    if method == "get":
+    if method == "get" or path in POST_READS:
         assert response.status_code == 200, response.content
     else:
         assert response.status_code == 403, response.content
@@ -171,7 +233,9 @@ def test_read_only_token_reads_but_never_writes(
 WRITE_ENDPOINTS = [
     e
     for e in ALL_ENDPOINTS
-    if e[0] != "get" and not e[1].endswith(("/records/", "/import/", "/compact/"))
+    if e[0] != "get"
+    and e[1] not in POST_READS
+    and not e[1].endswith(("/records/", "/import/", "/compact/"))
 ]
 
 
@@ -193,8 +257,10 @@ def test_every_successful_write_leaves_an_audit_event(
     dave: User,
 ) -> None:
     memory = MemoryFactory.create(project=project, status=Memory.Status.STALE, status_reason="old")
-    if path.endswith(("/archive/", "/stale/")):
-        memory.status = Memory.Status.ACTIVE
+    if path.endswith(("/archive/", "/stale/", "/approve/")):
+        memory.status = (
+            Memory.Status.PROPOSED if path.endswith("/approve/") else Memory.Status.ACTIVE
+        )
         memory.save(update_fields=["status"])
     token = ApiToken.objects.filter(user=alice).first()
     assert token is not None

@@ -34,7 +34,7 @@ def _check_broker() -> dict[str, Any]:
     return {"ok": True, "transport": transport}
 
 
-def _worker_status() -> dict[str, Any]:
+def worker_status() -> dict[str, Any]:
     beat = WorkerHeartbeat.objects.order_by("-last_seen").first()
     if beat is None:
         return {"seen": False}
@@ -52,7 +52,7 @@ def _worker_status() -> dict[str, Any]:
 def healthz(request: HttpRequest) -> JsonResponse:
     database = _check_database()
     broker = _check_broker()
-    worker = _worker_status() if database["ok"] else {"seen": False}
+    worker = worker_status() if database["ok"] else {"seen": False}
     healthy = database["ok"] and broker["ok"]
     body = {
         "status": "ok" if healthy else "unavailable",

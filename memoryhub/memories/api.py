@@ -290,6 +290,20 @@ class MemoryRestoreApi(_MemoryStatusApi):
     target_status = Memory.Status.ACTIVE
 
 
+class MemoryApproveApi(APIView):
+    @extend_schema(operation_id="memories_approve", request=None, responses=MemoryOutputSerializer)
+    def post(self, request: Request, slug: str, memory_id: str) -> Response:
+        """Review: a maintainer makes a proposed memory active (injectable)."""
+        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER)
+        memory = selectors.memory_get(access=access, public_id=memory_id)
+        memory = services.memory_approve(memory=memory, actor=access.actor)
+        return Response(
+            MemoryOutputSerializer(
+                selectors.memory_get(access=access, public_id=str(memory.public_id))
+            ).data
+        )
+
+
 class MemoryEventOutputSerializer(serializers.Serializer):
     verb = serializers.CharField()
     actor = serializers.CharField(source="actor_label")

@@ -31,6 +31,11 @@ urlpatterns = [
         name="memory-restore",
     ),
     path(
+        "projects/<slug:slug>/memories/<uuid:memory_id>/approve/",
+        api.MemoryApproveApi.as_view(),
+        name="memory-approve",
+    ),
+    path(
         "projects/<slug:slug>/memories/<uuid:memory_id>/history/",
         api.MemoryHistoryApi.as_view(),
         name="memory-history",

@@ -1,0 +1,148 @@
+"""REST API of bank administration: /api/v1/projects/{slug}/bank/…"""
+
+from __future__ import annotations
+
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryhub.core.api import actor_of
+from memoryhub.core.health import worker_status
+from memoryhub.core.services import audit_record
+from memoryhub.llm import selectors as llm_selectors
+from memoryhub.llm.api import LlmUsageApi
+from memoryhub.pipeline import dispatch, selectors, services, tasks
+from projects.models import Role
+from projects.selectors import project_access
+
+
+class JobOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    kind = serializers.CharField()
+    key = serializers.CharField()
+    session = serializers.CharField(source="session.external_id", default=None)
+    status = serializers.CharField()
+    lease_until = serializers.DateTimeField(allow_null=True)
+    heartbeat_at = serializers.DateTimeField(allow_null=True)
+    retry_at = serializers.DateTimeField(allow_null=True)
+    retries_remaining = serializers.IntegerField()
+    last_error = serializers.CharField()
+    input_watermark = serializers.IntegerField()
+    success_watermark = serializers.IntegerField()
+    progress = serializers.IntegerField()
+    detail = serializers.DictField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+BankStats = inline_serializer(
+    "BankStats",
+    {
+        "memories": serializers.DictField(),
+        "sessions": serializers.IntegerField(),
+        "records": serializers.IntegerField(),
+        "artifacts": serializers.IntegerField(),
+        "jobs": serializers.DictField(),
+    },
+)
+
+
+class BankStatsApi(APIView):
+    @extend_schema(operation_id="bank_stats", responses=BankStats)
+    def get(self, request: Request, slug: str) -> Response:
+        access = project_access(slug=slug, actor=actor_of(request))
+        return Response(services.bank_stats(project=access.project))
+
+
+class BankDiagnoseApi(APIView):
+    class BankDiagnoseOutput(serializers.Serializer):
+        running = JobOutputSerializer(many=True)
+        failing = JobOutputSerializer(many=True, help_text="In error (will retry) or failed.")
+        recent = JobOutputSerializer(many=True)
+        llm = LlmUsageApi.LlmUsageOutput()
+        worker = serializers.DictField()
+
+    @extend_schema(operation_id="bank_diagnose", responses=BankDiagnoseOutput)
+    def get(self, request: Request, slug: str) -> Response:
+        """Jobs and leases, failures with their last errors, LLM usage and budget, worker."""
+        access = project_access(slug=slug, actor=actor_of(request))
+        data = selectors.job_overview(project=access.project)
+        data["llm"] = llm_selectors.llm_usage(project=access.project)
+        data["worker"] = worker_status()
+        return Response(self.BankDiagnoseOutput(data).data)
+
+
+class BankEnqueueApi(APIView):
+    @extend_schema(
+        operation_id="bank_enqueue",
+        request=None,
+        responses={
+            202: inline_serializer(
+                "BankEnqueued",
+                {"stage1": serializers.IntegerField(), "consolidate": serializers.IntegerField()},
+            )
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Mark consolidation dirty and send all due work to the workers now."""
+        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER)
+        services.consolidation_mark_dirty(project=access.project)
+        audit_record(
+            actor=access.actor,
+            project=access.project,
+            verb="bank.enqueued",
+            target_type="project",
+            target_id=access.project.public_id,
+        )
+        return Response(dispatch.scan_project(access.project), status=status.HTTP_202_ACCEPTED)
+
+
+class ConfirmInput(serializers.Serializer):
+    confirm = serializers.CharField(help_text="The project's slug, to confirm.")
+
+
+class BankClearApi(APIView):
+    class BankClearInput(ConfirmInput):
+        include_transcripts = serializers.BooleanField(default=False)
+
+    @extend_schema(
+        operation_id="bank_clear",
+        request=BankClearInput,
+        responses=inline_serializer(
+            "BankCleared", {"deleted": serializers.DictField(child=serializers.IntegerField())}
+        ),
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Owner only: delete derived memories, artifacts and jobs (transcripts on request)."""
+        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.OWNER)
+        payload = self.BankClearInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        counts = services.bank_clear(
+            project=access.project, actor=access.actor, **payload.validated_data
+        )
+        return Response({"deleted": counts})
+
+
+class BankRebuildApi(APIView):
+    @extend_schema(operation_id="bank_rebuild_status", responses=JobOutputSerializer)
+    def get(self, request: Request, slug: str) -> Response:
+        """The latest rebuild's state and progress (percent)."""
+        access = project_access(slug=slug, actor=actor_of(request))
+        return Response(JobOutputSerializer(selectors.rebuild_job(project=access.project)).data)
+
+    @extend_schema(
+        operation_id="bank_rebuild", request=ConfirmInput, responses={202: JobOutputSerializer}
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Owner only: clear derived data, then replay every session in the background."""
+        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.OWNER)
+        payload = ConfirmInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        job = services.bank_rebuild_start(
+            project=access.project, actor=access.actor, confirm=payload.validated_data["confirm"]
+        )
+        tasks.rebuild_run.delay_on_commit(job.pk)
+        return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)

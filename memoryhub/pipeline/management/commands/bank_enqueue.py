@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from memoryhub.pipeline import dispatch, services
+from memoryhub.pipeline.management.commands._bank import project_by_slug
+
+
+class Command(BaseCommand):
+    help = "Mark a project's consolidation dirty and send its due work to the workers."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("slug")
+
+    def handle(self, *args: Any, **options: Any) -> str:
+        project = project_by_slug(options["slug"])
+        services.consolidation_mark_dirty(project=project)
+        sent = dispatch.scan_project(project)
+        return f"Enqueued {sent['stage1']} extraction(s) and {sent['consolidate']} consolidation."

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from memoryhub.pipeline import services
+from memoryhub.pipeline.management.commands._bank import project_by_slug
+
+
+class Command(BaseCommand):
+    help = "Print a project's bank statistics as JSON."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("slug")
+
+    def handle(self, *args: Any, **options: Any) -> str:
+        return json.dumps(services.bank_stats(project=project_by_slug(options["slug"])), indent=2)

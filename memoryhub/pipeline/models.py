@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class Job(models.Model):
+    """A unit of background work with a lease (oh-my-pi's jobs table, seed-algorithms §3.2).
+
+    Claimed by a conditional UPDATE (see memoryhub.pipeline.jobs): at most one worker owns a
+    job at a time, a crashed worker's lease expires, and retries are counted here rather than
+    in the broker so that failures stay visible.
+    """
+
+    class Kind(models.TextChoices):
+        STAGE1 = "stage1"  # key: the session's public id
+        CONSOLIDATE = "consolidate"  # key: "project:<id>"
+        REBUILD = "rebuild"  # key: "project:<id>"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        ERROR = "error"  # will be retried at retry_at
+        FAILED = "failed"  # retries exhausted: needs a person (or a new watermark)
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    key = models.CharField(max_length=100)
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(
+        "agent_sessions.AgentSession",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    owner_token = models.CharField(max_length=32, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    retries_remaining = models.PositiveSmallIntegerField(default=3)
+    last_error = models.TextField(blank=True)
+    # Work is due while input_watermark > success_watermark. Stage 1: the session's record
+    # count; consolidation: a counter bumped by every stage-1 result ("dirty").
+    input_watermark = models.BigIntegerField(default=0)
+    success_watermark = models.BigIntegerField(default=0)
+    claimed_watermark = models.BigIntegerField(default=0)
+    progress = models.PositiveSmallIntegerField(default=0)  # percent, for rebuilds
+    detail = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "key"], name="job_kind_key")]
+        indexes = [
+            # The scan for claimable work and the diagnose view, per project.
+            models.Index(fields=["project", "kind", "status"]),
+            models.Index(fields=["status", "lease_until"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.key} {self.status}"
+
+
+class Stage1Output(models.Model):
+    """oh-my-pi's stage-1 result for one session: the inputs of consolidation."""
+
+    session = models.OneToOneField(
+        "agent_sessions.AgentSession", on_delete=models.CASCADE, related_name="+"
+    )
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    rollout_summary = models.TextField(blank=True)
+    rollout_slug = models.CharField(max_length=64, blank=True)
+    raw_memory = models.TextField(blank=True)
+    source_watermark = models.BigIntegerField(default=0)
+    generated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        # Consolidation reads a project's newest outputs.
+        indexes = [models.Index(fields=["project", "-generated_at"])]
+
+    def __str__(self) -> str:
+        return f"stage1 of {self.session_id}"

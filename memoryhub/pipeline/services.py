@@ -1,0 +1,463 @@
+"""The pipeline's use cases: which sessions are due, stage 1, stage 2, and the bank admin.
+
+Each run is idempotent: it works under a lease (memoryhub.pipeline.jobs), only on input past
+the job's success watermark, and writes memories through memory_remember, which merges a
+memory written twice into one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from accounts.actors import Actor
+from memoryhub.core import redaction
+from memoryhub.core.exceptions import ApplicationError
+from memoryhub.core.services import audit_record
+from memoryhub.llm import client as llm
+from memoryhub.memories import artifacts
+from memoryhub.memories.models import BankArtifact, Memory
+from memoryhub.memories.services import MemoryInput, memory_remember
+from memoryhub.pipeline import consolidation, extractor, jobs, prompts
+from memoryhub.pipeline.conf import PipelineConfig, pipeline_config, review_required
+from memoryhub.pipeline.models import Job, Stage1Output
+from memoryhub.sessions.models import AgentSession, SessionRecord
+from projects.models import Project
+
+logger = logging.getLogger(__name__)
+
+PIPELINE = "pipeline"
+DERIVED_VIA = (Memory.Via.PIPELINE, Memory.Via.DREAM)
+
+
+def consolidate_key(project: Project) -> str:
+    return f"project:{project.pk}"
+
+
+# --- Scanning: what is due -----------------------------------------------------------------
+
+
+def stage1_enqueue_due(*, project: Project, now: Any = None) -> list[int]:
+    """Ensure a stage-1 job for every due session of the project; return claimable job ids.
+
+    Due (seed 003): active in the last max_rollout_age_days, idle for min_rollout_idle_hours
+    (or ended by the agent), among the newest thread_scan_limit, with records past the last
+    extraction. At most max_rollouts_per_scan are returned.
+    """
+    now = now or timezone.now()
+    config = pipeline_config(project.settings)
+    sessions = (
+        AgentSession.objects.filter(
+            project=project,
+            record_count__gt=0,
+            last_active_at__gte=now - timedelta(days=config.max_rollout_age_days),
+        )
+        .filter(
+            Q(status=AgentSession.Status.ENDED)
+            | Q(last_active_at__lte=now - timedelta(hours=config.min_rollout_idle_hours))
+        )
+        .order_by("-last_active_at")[: config.thread_scan_limit]
+    )
+    for session in sessions:
+        jobs.ensure(
+            kind=Job.Kind.STAGE1,
+            key=str(session.public_id),
+            project=project,
+            watermark=session.record_count,
+            session_id=session.pk,
+            retries=config.retries,
+        )
+    due = Job.objects.filter(jobs.claimable(), project=project, kind=Job.Kind.STAGE1)
+    return list(due.order_by("pk").values_list("pk", flat=True)[: config.max_rollouts_per_scan])
+
+
+def consolidation_due(*, project: Project) -> int | None:
+    job = Job.objects.filter(
+        jobs.claimable(), kind=Job.Kind.CONSOLIDATE, key=consolidate_key(project)
+    ).first()
+    return job.pk if job else None
+
+
+def consolidation_mark_dirty(*, project: Project) -> Job:
+    return jobs.ensure(
+        kind=Job.Kind.CONSOLIDATE,
+        key=consolidate_key(project),
+        project=project,
+        bump=True,
+        retries=pipeline_config(project.settings).retries,
+    )
+
+
+# --- Stage 1 -------------------------------------------------------------------------------
+
+
+def _source_records(session: AgentSession, start: int, end: int) -> list[extractor.SourceRecord]:
+    rows = SessionRecord.objects.filter(session=session, index__gte=start, index__lt=end)
+    return [
+        extractor.SourceRecord(
+            index=r.index,
+            type=r.type,
+            content=r.content,
+            tool_use_id=r.tool_use_id,
+            is_error=r.is_error,
+            contains_injection=r.contains_injection,
+        )
+        for r in rows.order_by("index")
+    ]
+
+
+def _typed_memories(
+    project: Project, records: list[extractor.SourceRecord], existing: list[str]
+) -> list[extractor.ExtractedMemory]:
+    offline = extractor.extract(records)
+    record_range = (records[0].index, records[-1].index)
+
+    def offline_answer() -> str:
+        return json.dumps(
+            {"memories": [{k: v for k, v in asdict(m).items() if k != "rule"} for m in offline]},
+            ensure_ascii=False,
+        )
+
+    request = llm.LlmRequest(
+        purpose="extraction",
+        messages=prompts.typed_memories_messages(records, existing),
+        offline=offline_answer,
+        project=project,
+    )
+    return llm.complete_json(
+        request, validate=lambda obj: prompts.validate_typed(obj, record_range=record_range)
+    )
+
+
+def _rollout(
+    project: Project,
+    session: AgentSession,
+    records: list[extractor.SourceRecord],
+    memories: list[extractor.ExtractedMemory],
+    config: PipelineConfig,
+) -> dict[str, Any]:
+    request = llm.LlmRequest(
+        purpose="stage1",
+        messages=prompts.stage1_rollout_messages(
+            session.external_id, records, context_window=config.context_window
+        ),
+        offline=lambda: json.dumps(extractor.offline_stage1(records, memories), ensure_ascii=False),
+        project=project,
+        max_tokens=max(1024, min(4096, int(config.context_window * 0.2))),
+    )
+    return llm.complete_json(request, validate=prompts.validate_rollout)
+
+
+def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
+    """Extract the session's records past the last success into memories and a rollout."""
+    session = job.session
+    assert session is not None
+    project = job.project
+    config = pipeline_config(project.settings)
+    records = _source_records(session, job.success_watermark, watermark)
+    if not records:
+        return {"memories": 0}
+    existing = list(
+        Memory.objects.filter(project=project, status=Memory.Status.ACTIVE)
+        .order_by("-updated_at")
+        .values_list("content", flat=True)[:50]
+    )
+    memories = _typed_memories(project, records, existing)
+    status = Memory.Status.PROPOSED if review_required(project.settings) else Memory.Status.ACTIVE
+    actor = Actor.for_system(PIPELINE, user=session.created_by_user)
+    merged = 0
+    for item in memories:
+        result = memory_remember(
+            project=project,
+            actor=actor,
+            data=MemoryInput(
+                content=item.content,
+                kind=item.kind,
+                title=item.title,
+                keywords=list(item.keywords),
+                importance=item.importance,
+                status=status,
+                subcategory=item.subcategory,
+                goal=item.goal,
+                source_session=session.external_id,
+                source_record_start=item.record_start,
+                source_record_end=item.record_end,
+            ),
+        )
+        merged += int(result.merged)
+    rollout = _rollout(project, session, records, memories, config)
+    _store_rollout(session, rollout, watermark)
+    return {"memories": len(memories), "merged": merged, "records": len(records)}
+
+
+@transaction.atomic
+def _store_rollout(session: AgentSession, rollout: dict[str, Any], watermark: int) -> None:
+    summary, _ = redaction.redact(rollout["rollout_summary"].strip())
+    raw, _ = redaction.redact(rollout["raw_memory"].strip())
+    output = Stage1Output.objects.select_for_update().filter(session=session).first()
+    if output is None:
+        if not (summary or raw):
+            return  # no durable signal: nothing for consolidation (seed 003's no_output)
+        output = Stage1Output(session=session, project=session.project)
+    # Extraction is incremental: raw memories accumulate, the newest summary wins.
+    output.raw_memory = "\n\n".join(p for p in (output.raw_memory, raw) if p)
+    output.rollout_summary = summary or output.rollout_summary
+    output.rollout_slug = rollout.get("rollout_slug") or output.rollout_slug
+    output.source_watermark = max(output.source_watermark, watermark)
+    output.generated_at = timezone.now()
+    output.save()
+
+
+def _run(
+    job_id: int,
+    *,
+    lease: int,
+    retry_delay: int,
+    work: Callable[[Job, jobs.Claim], dict[str, Any]],
+    heartbeat_seconds: int | None = None,
+) -> str:
+    """Claim, work, then succeed or fail: the frame every job run shares."""
+    claim = jobs.claim(job_id, lease_seconds=lease)
+    if claim is None:
+        return "skipped"
+    stop = threading.Event()
+    lost = threading.Event()
+    if heartbeat_seconds:
+
+        def beat() -> None:
+            from django.db import connection
+
+            try:
+                while not stop.wait(heartbeat_seconds):
+                    if not jobs.heartbeat(claim, lease_seconds=lease):
+                        lost.set()
+                        return
+            finally:
+                connection.close()
+
+        threading.Thread(target=beat, daemon=True).start()
+    try:
+        job = Job.objects.select_related("project", "session").get(pk=job_id)
+        detail = work(job, claim)
+        if lost.is_set():
+            raise RuntimeError("lost the job's lease while working")
+    except Exception as exc:
+        logger.exception("Job %s failed", job_id)
+        jobs.fail(claim, f"{type(exc).__name__}: {exc}", retry_delay_seconds=retry_delay)
+        return "error"
+    finally:
+        stop.set()
+    jobs.succeed(claim, detail=detail)
+    return "done"
+
+
+def stage1_run(*, job_id: int) -> str:
+    job = Job.objects.select_related("project").get(pk=job_id)
+    config = pipeline_config(job.project.settings)
+
+    def work(job: Job, claim: jobs.Claim) -> dict[str, Any]:
+        detail = stage1_extract(job=job, watermark=claim.watermark)
+        consolidation_mark_dirty(project=job.project)
+        return detail
+
+    return _run(
+        job_id,
+        lease=config.stage1_lease_seconds,
+        retry_delay=config.stage1_retry_delay_seconds,
+        work=work,
+    )
+
+
+# --- Stage 2 -------------------------------------------------------------------------------
+
+
+def consolidate(*, project: Project) -> dict[str, Any]:
+    """Rewrite the project's artifacts from its stage-1 outputs (full replace)."""
+    config = pipeline_config(project.settings)
+    actor = Actor.for_system(PIPELINE)
+    inputs = list(
+        Stage1Output.objects.filter(project=project)
+        .exclude(raw_memory="", rollout_summary="")
+        .select_related("session")
+        .order_by("-generated_at")[: config.max_raw_memories_for_global]
+    )
+    if not inputs:
+        result = artifacts.artifacts_replace_all(project=project, files={}, actor=actor)
+        return {"inputs": 0, "deleted": len(result.deleted)}
+    memories = list(Memory.objects.filter(project=project, status=Memory.Status.ACTIVE))
+    request = llm.LlmRequest(
+        purpose="consolidation",
+        role="smol",
+        messages=consolidation.messages(inputs),
+        offline=lambda: json.dumps(consolidation.offline_output(memories), ensure_ascii=False),
+        project=project,
+        max_tokens=8192,
+    )
+    output = llm.complete_json(request, validate=consolidation.validate)
+    files = {
+        path: redaction.redact(content)[0] for path, content in consolidation.files(output).items()
+    }
+    result = artifacts.artifacts_replace_all(project=project, files=files, actor=actor)
+    return {
+        "inputs": len(inputs),
+        "created": len(result.created),
+        "updated": len(result.updated),
+        "deleted": len(result.deleted),
+    }
+
+
+def consolidate_run(*, job_id: int) -> str:
+    job = Job.objects.select_related("project").get(pk=job_id)
+    config = pipeline_config(job.project.settings)
+    return _run(
+        job_id,
+        lease=config.phase2_lease_seconds,
+        retry_delay=config.phase2_retry_delay_seconds,
+        heartbeat_seconds=config.phase2_heartbeat_seconds,
+        work=lambda job, claim: consolidate(project=job.project),
+    )
+
+
+# --- Bank administration -------------------------------------------------------------------
+
+
+def bank_stats(*, project: Project) -> dict[str, Any]:
+    by_status = dict(
+        Memory.objects.filter(project=project)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    by_kind = dict(
+        Memory.objects.filter(project=project)
+        .values_list("kind")
+        .annotate(n=Count("id"))
+        .values_list("kind", "n")
+    )
+    jobs_by_status = dict(
+        Job.objects.filter(project=project)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    sessions = AgentSession.objects.filter(project=project)
+    return {
+        "memories": {"total": sum(by_status.values()), "by_status": by_status, "by_kind": by_kind},
+        "sessions": sessions.count(),
+        "records": SessionRecord.objects.filter(session__project=project).count(),
+        "artifacts": BankArtifact.objects.filter(project=project).count(),
+        "jobs": jobs_by_status,
+    }
+
+
+def _check_confirmation(project: Project, confirm: str) -> None:
+    if confirm != project.slug:
+        raise ApplicationError(
+            "Type the project's slug in 'confirm' to proceed.",
+            details={"confirm": [f"must be {project.slug!r}"]},
+        )
+
+
+@transaction.atomic
+def bank_clear(
+    *, project: Project, actor: Actor, confirm: str, include_transcripts: bool = False
+) -> dict[str, int]:
+    """Delete what the pipeline derived (memories, artifacts, stage-1 outputs, jobs), and the
+    transcripts only when asked. Memories people or agents wrote directly stay."""
+    _check_confirmation(project, confirm)
+    counts = {
+        "memories": Memory.objects.filter(project=project, created_via__in=DERIVED_VIA).delete()[0],
+        "artifacts": BankArtifact.objects.filter(project=project).delete()[0],
+        "stage1_outputs": Stage1Output.objects.filter(project=project).delete()[0],
+        "jobs": Job.objects.filter(project=project).exclude(kind=Job.Kind.REBUILD).delete()[0],
+    }
+    if include_transcripts:
+        counts["sessions"] = AgentSession.objects.filter(project=project).delete()[0]
+    audit_record(
+        actor=actor,
+        project=project,
+        verb="bank.cleared",
+        target_type="project",
+        target_id=project.public_id,
+        after=counts | {"include_transcripts": include_transcripts},
+    )
+    return counts
+
+
+@transaction.atomic
+def bank_rebuild_start(*, project: Project, actor: Actor, confirm: str) -> Job:
+    """Clear derived data and queue a rebuild that replays every stored session."""
+    _check_confirmation(project, confirm)
+    running = Job.objects.filter(
+        kind=Job.Kind.REBUILD,
+        key=consolidate_key(project),
+        status=Job.Status.RUNNING,
+        lease_until__gt=timezone.now(),
+    )
+    if running.exists():
+        raise ApplicationError("A rebuild of this project is already running.")
+    bank_clear(project=project, actor=actor, confirm=confirm)
+    job = jobs.ensure(
+        kind=Job.Kind.REBUILD, key=consolidate_key(project), project=project, bump=True
+    )
+    Job.objects.filter(pk=job.pk).update(progress=0, detail={})
+    audit_record(
+        actor=actor,
+        project=project,
+        verb="bank.rebuild_started",
+        target_type="project",
+        target_id=project.public_id,
+    )
+    job.refresh_from_db()
+    return job
+
+
+def rebuild(*, job: Job, claim: jobs.Claim) -> dict[str, Any]:
+    """Replay every stored session through stage 1, then stage 2, reporting progress."""
+    project = job.project
+    config = pipeline_config(project.settings)
+    sessions = list(
+        AgentSession.objects.filter(project=project, record_count__gt=0).order_by(
+            "created_at", "pk"
+        )
+    )
+    total = len(sessions) + 1
+    extracted = 0
+    for done, session in enumerate(sessions, 1):
+        stage1 = jobs.ensure(
+            kind=Job.Kind.STAGE1,
+            key=str(session.public_id),
+            project=project,
+            watermark=session.record_count,
+            session_id=session.pk,
+            retries=config.retries,
+        )
+        if stage1_run(job_id=stage1.pk) == "done":
+            extracted += 1
+        if not jobs.heartbeat(
+            claim, lease_seconds=config.phase2_lease_seconds, progress=int(100 * done / total)
+        ):
+            raise RuntimeError("lost the rebuild's lease")
+    consolidation_mark_dirty(project=project)
+    consolidated = consolidate(project=project)
+    return {"sessions": len(sessions), "extracted": extracted, "consolidation": consolidated}
+
+
+def rebuild_run(*, job_id: int) -> str:
+    job = Job.objects.select_related("project").get(pk=job_id)
+    config = pipeline_config(job.project.settings)
+    return _run(
+        job_id,
+        lease=config.phase2_lease_seconds,
+        retry_delay=config.phase2_retry_delay_seconds,
+        work=rebuild,
+    )

@@ -1,0 +1,48 @@
+"""Thin Celery adapters: each takes an id and calls an idempotent, leased service.
+
+Retries of the work itself are counted on the Job row (visible in the bank's diagnose view);
+Celery only retries when the database is briefly unreachable.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import OperationalError
+
+_TRANSIENT = {
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": True,
+    "max_retries": 3,
+    "acks_late": True,
+    "ignore_result": True,
+}
+
+
+@shared_task(**_TRANSIENT)
+def pipeline_scan() -> None:
+    """Beat: enqueue due stage-1 and consolidation work of every project."""
+    from memoryhub.pipeline import dispatch
+
+    dispatch.scan_all()
+
+
+@shared_task(**_TRANSIENT)
+def stage1_run(job_id: int) -> None:
+    from memoryhub.pipeline import dispatch, services
+
+    if services.stage1_run(job_id=job_id) == "done":
+        dispatch.after_stage1(job_id)
+
+
+@shared_task(**_TRANSIENT)
+def consolidate_run(job_id: int) -> None:
+    from memoryhub.pipeline import services
+
+    services.consolidate_run(job_id=job_id)
+
+
+@shared_task(**_TRANSIENT)
+def rebuild_run(job_id: int) -> None:
+    from memoryhub.pipeline import services
+
+    services.rebuild_run(job_id=job_id)

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from memoryhub.pipeline import api
+
+B = "projects/<slug:slug>/bank/"
+
+urlpatterns = [
+    path(B + "stats/", api.BankStatsApi.as_view(), name="bank-stats"),
+    path(B + "diagnose/", api.BankDiagnoseApi.as_view(), name="bank-diagnose"),
+    path(B + "enqueue/", api.BankEnqueueApi.as_view(), name="bank-enqueue"),
+    path(B + "clear/", api.BankClearApi.as_view(), name="bank-clear"),
+    path(B + "rebuild/", api.BankRebuildApi.as_view(), name="bank-rebuild"),
+]
