@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request

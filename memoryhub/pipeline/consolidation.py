@@ -151,9 +151,8 @@ def offline_output(memories: Sequence[Memory]) -> dict[str, Any]:
         skills.append(
             {
                 "name": "project-commands",
-                "content": "# Project commands\n\nCommands that worked in this project's sessions:\n\n"
-                + "\n".join(_line(m) for m in ops)
-                + "\n",
+                "content": "# Project commands\n\nCommands that worked in this project's "
+                "sessions:\n\n" + "\n".join(_line(m) for m in ops) + "\n",
                 "scripts": [],
                 "templates": [],
                 "examples": [],
