@@ -203,6 +203,8 @@ elif urlsplit(CELERY_BROKER_URL).scheme not in {"redis", "rediss", "memory"}:
 else:
     # A task not acked within this time is redelivered; longer than any task's time limit.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# One name per deployment; the tests give each worker they start a queue of its own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

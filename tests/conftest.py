@@ -18,7 +18,7 @@ from projects.selectors import project_access
 from projects.services import membership_add, project_create
 from tests.factories import UserFactory
 
-pytest_plugins = ["tests.fake_llm"]
+pytest_plugins = ["tests.fake_llm", "tests.worker"]
 
 
 @pytest.fixture(autouse=True)

@@ -221,3 +221,34 @@ class MemoryTerm(models.Model):
 
     def __str__(self) -> str:
         return f"{self.term}×{self.tf} in {self.memory_id}"
+
+
+class BankArtifact(models.Model):
+    """A document the bank derives from its memories (seed 003 stage 2): MEMORY.md,
+    memory_summary.md and skills/<name>/SKILL.md with its scripts, templates and examples.
+
+    Written only through memoryhub.memories.artifacts (path validation, versioning, audit);
+    served to agents as memory://root/<path>.
+    """
+
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.CASCADE, related_name="artifacts"
+    )
+    # Relative, validated by memoryhub.memories.artifacts.validate_artifact_path.
+    path = models.CharField(max_length=512)
+    content = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=1)  # +1 per change of content
+    content_hash = models.CharField(max_length=64)  # sha256 of the exact content
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.CharField(max_length=200)  # the actor's label
+
+    class Meta:
+        constraints = [
+            # Also the index of every read: one artifact by (project, path) for memory:// and the
+            # injection payloads, and a project's artifacts in path order for listings.
+            models.UniqueConstraint(fields=["project", "path"], name="bank_artifact_unique_path"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} v{self.version}"

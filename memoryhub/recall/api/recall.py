@@ -1,0 +1,114 @@
+"""REST API of per-message recall: POST /api/v1/projects/{slug}/recall/"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, extend_schema_field
+from rest_framework import exceptions, permissions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryhub.core.api import actor_of
+from memoryhub.recall import recall_files, services
+from memoryhub.recall.keyword_hits import KeywordHit
+from memoryhub.recall.models import RecallFile
+from memoryhub.sessions.selectors import session_get
+from projects.selectors import project_access
+
+
+class ReadWithBookkeeping(permissions.BasePermission):
+    """Authenticated, read-only tokens included: recall is a read (POST only because of its
+    body) whose one side effect is the session's seen set, as with search."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if request.user is None or not request.user.is_authenticated:
+            raise exceptions.NotAuthenticated()
+        return True
+
+
+class RecallMemoryResultSerializer(serializers.Serializer):
+    type = serializers.SerializerMethodField()
+    id = serializers.UUIDField(source="memory.public_id")
+    kind = serializers.CharField(source="memory.kind")
+    scope = serializers.CharField(source="memory.scope")
+    title = serializers.CharField(source="memory.title")
+    content = serializers.CharField(source="memory.content")
+    importance = serializers.IntegerField(source="memory.importance")
+    score = serializers.FloatField()
+    updated_at = serializers.DateTimeField(source="memory.updated_at")
+
+    def get_type(self, hit: KeywordHit) -> str:
+        return "memory"
+
+
+class RecallFileResultSerializer(serializers.Serializer):
+    type = serializers.SerializerMethodField()
+    scope = serializers.CharField()
+    path = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    memory_type = serializers.CharField(source="type", help_text="The frontmatter type.")
+    updated_at = serializers.DateTimeField()
+    age_days = serializers.SerializerMethodField()
+
+    def get_type(self, file: RecallFile) -> str:
+        return "file"
+
+    def get_age_days(self, file: RecallFile) -> int:
+        return recall_files.age_days(file.updated_at, self.context["now"])
+
+
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="RecallResult",
+        serializers={"memory": RecallMemoryResultSerializer, "file": RecallFileResultSerializer},
+        resource_type_field_name="type",
+        many=True,
+    )
+)
+class RecallResultsField(serializers.ListField):
+    """Keyword hits ({"type": "memory", …}) first, then recall files ({"type": "file", …})."""
+
+
+class RecallApi(APIView):
+    permission_classes = [ReadWithBookkeeping]
+
+    class RecallInput(serializers.Serializer):
+        query = serializers.CharField(
+            allow_blank=True, trim_whitespace=False, max_length=20_000, help_text="The message."
+        )
+        session_id = serializers.CharField(max_length=200, help_text="Id or external id.")
+        recent_tools = serializers.ListField(
+            child=serializers.CharField(max_length=200), max_length=50, required=False
+        )
+        as_of = serializers.DateTimeField(
+            required=False, help_text="'Now' for recency and ages (replays)."
+        )
+
+    class RecallOutput(serializers.Serializer):
+        results = RecallResultsField()
+        text = serializers.CharField(help_text='The injection; "" when nothing was found.')
+
+    @extend_schema(operation_id="recall", request=RecallInput, responses=RecallOutput)
+    def post(self, request: Request, slug: str) -> Response:
+        """Keyword hits and the recall files chosen for a user message, as one injection text;
+        what is returned counts as shown to the session (not shown again until it compacts).
+        Read-only tokens may call it."""
+        access = project_access(slug=slug, actor=actor_of(request))
+        payload = self.RecallInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        result = services.recall_for_message(
+            access=access,
+            session=session_get(access=access, ref=data["session_id"]),
+            query=data["query"],
+            recent_tools=data.get("recent_tools", ()),
+            as_of=data.get("as_of"),
+        )
+        results = [RecallMemoryResultSerializer(hit).data for hit in result.hits] + [
+            RecallFileResultSerializer(file, context={"now": result.now}).data
+            for file in result.files
+        ]
+        return Response(self.RecallOutput({"results": results, "text": result.text}).data)

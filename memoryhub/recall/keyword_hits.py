@@ -1,0 +1,225 @@
+"""Per-message keyword hits: meow-memory's keywordHitScore (seed-algorithms §5.4).
+
+For a user message, the two memories whose keywords best match it:
+
+    score = raw × coverage × recency × importance weight × title bonus
+
+- candidates: active fact, lesson, rule and topic memories the caller can see (project
+  scope, or user scope owned by the caller), minus those created in this session;
+- match surface of a memory: its keywords joined by spaces, then its title (legacy memories
+  without keywords: the first 100 characters of the content instead of the keywords);
+- query: the first 500 characters of the message;
+- idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)), N = number of candidates, df = candidates
+  whose surface has t;
+- raw = Σ idf(t) × (count of t in the query) over the distinct query terms on the surface;
+- coverage = distinct query terms on the surface / number of terms on the surface (repeats
+  counted): short, precise keyword lists win;
+- recency = the step table of memoryhub.recall.scoring on updated_at, except 1.0 for
+  importance ≥ 3 or raw ≥ 0.85 × the best raw of this query;
+- importance weight = 1 + (importance − 1) × 0.25; title bonus × 1.2 when a title term is in
+  the query;
+- raw ≤ 0 dropped, best first (ties: older memory first), top 2, and only then memories
+  already injected into the session (since its last compaction) are dropped, so fewer than
+  two may remain.
+
+Deviation from meow-memory: terms come from memoryhub.memories.text.tokenize, the bank's one
+tokenizer (stemmed English words without stopwords, plus CJK bigrams), not meow's raw
+lower-cased words and bigrams; keywords, index and queries must agree on what a term is.
+
+Cost: candidates are read through the postings index (MemoryTerm) — only memories sharing a
+term with the query can score. The index covers title + content + keywords, a superset of the
+surface, so "shares a term in the index" finds every memory with raw > 0, and when at most
+POOL_LIMIT memories share a term the scores are exactly meow's (df is counted on the
+surfaces of that pool, which holds every candidate with the term on its surface). Beyond
+POOL_LIMIT, approximations keep the cost down: df counts candidates with the term anywhere
+in the index, and only the POOL_LIMIT memories with the best raw over the index, counting
+the query's rarest terms up to RANK_POSTINGS postings, are scored (exactly, on their
+surfaces). N (a COUNT over the bank) is cached for COUNT_TTL_SECONDS per caller and session.
+Legacy surfaces cut at 100 characters may end in a cut word that the index does not have;
+such a fragment cannot match.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from django.core.cache import cache
+from django.db.models import Case, Count, FloatField, Q, Sum, Value, When
+from django.db.models.functions import Substr
+from django.utils import timezone
+
+from memoryhub.memories.kinds import Kind, Scope
+from memoryhub.memories.models import Memory, MemoryTerm
+from memoryhub.memories.text import tokenize
+from memoryhub.recall import scoring, selectors
+from memoryhub.sessions.models import AgentSession
+from projects.selectors import ProjectAccess
+
+HIT_TOP_K = 2
+QUERY_MAX_CHARS = 500
+LEGACY_SURFACE_CHARS = 100
+HIT_KINDS = (Kind.FACT, Kind.LESSON, Kind.RULE, Kind.TOPIC)
+IMPORTANCE_STEP = 0.25
+TITLE_BONUS = 1.2
+POOL_LIMIT = 500
+RANK_POSTINGS = 20_000
+COUNT_TTL_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    memory: Memory
+    score: float
+    raw: float
+    coverage: float
+    recency: float  # the decay weight applied (1.0 when exempt)
+    importance_weight: float
+    title_bonus: float
+
+
+def surface(memory: Memory, content_head: str | None = None) -> str:
+    """What a memory is matched on: its keywords (or the start of its content), then its title.
+
+    `content_head`: the content's first 100 characters when the content was not loaded.
+    """
+    if memory.keywords:
+        body = " ".join(memory.keywords)
+    else:
+        body = (memory.content if content_head is None else content_head)[:LEGACY_SURFACE_CHARS]
+    return f"{body} {memory.title}"
+
+
+def _candidates(access: ProjectAccess, session: AgentSession | None, prefix: str = "") -> Q:
+    def q(**lookups: object) -> Q:
+        return Q(**{prefix + key: value for key, value in lookups.items()})
+
+    visible = q(project=access.project, status=Memory.Status.ACTIVE, kind__in=HIT_KINDS) & (
+        q(scope=Scope.PROJECT) | q(owner=access.actor.user)
+    )
+    if session is not None:  # what this session wrote is still in its context
+        visible &= ~q(source_session=session.external_id)
+    return visible
+
+
+def candidate_count(access: ProjectAccess, session: AgentSession | None) -> int:
+    user_id = access.actor.user.pk if access.actor.user is not None else None
+    key = f"recall:hit-candidates:{access.project.pk}:{user_id}:{session.pk if session else ''}"
+    count = cache.get(key)
+    if count is None:
+        count = Memory.objects.filter(_candidates(access, session)).count()
+        cache.set(key, count, COUNT_TTL_SECONDS)
+    return int(count)
+
+
+def candidate_total(
+    access: ProjectAccess, session: AgentSession | None, *, at_least: int = 0
+) -> int:
+    """N: the number of candidates (never below what is in hand, should the cache be stale)."""
+    return max(candidate_count(access, session), at_least)
+
+
+def _pool(
+    access: ProjectAccess, session: AgentSession | None, qtf: Counter[str]
+) -> tuple[list[int], dict[str, int] | None]:
+    """Ids of the candidates to score, and the index df to use (None: count df on surfaces)."""
+    postings = MemoryTerm.objects.filter(project=access.project, term__in=list(qtf)).filter(
+        _candidates(access, session, "memory__")
+    )
+    ids = list(postings.values_list("memory_id", flat=True).distinct()[: POOL_LIMIT + 1])
+    if len(ids) <= POOL_LIMIT:
+        return ids, None
+    df = dict(postings.values("term").annotate(df=Count("id")).values_list("term", "df"))
+    n = candidate_total(access, session, at_least=max(df.values()))
+    # Rank the pool on the rarest terms only, up to RANK_POSTINGS postings (at least one
+    # term): common terms cost the most postings and weigh the least (low idf).
+    ranked_terms: list[str] = []
+    volume = 0
+    for term in sorted(df, key=lambda t: (df[t], t)):
+        if ranked_terms and volume + df[term] > RANK_POSTINGS:
+            break
+        ranked_terms.append(term)
+        volume += df[term]
+    weight = Case(
+        *(When(term=t, then=Value(scoring.idf(n, df[t]) * qtf[t])) for t in ranked_terms),
+        default=Value(0.0),
+        output_field=FloatField(),
+    )
+    best = (
+        postings.filter(term__in=ranked_terms)
+        .values("memory_id")
+        .annotate(raw=Sum(weight))
+        .order_by("-raw", "memory_id")
+        .values_list("memory_id", flat=True)[:POOL_LIMIT]
+    )
+    return list(best), df
+
+
+def keyword_hits(
+    *,
+    access: ProjectAccess,
+    message: str,
+    session: AgentSession | None,
+    now: datetime | None = None,
+    k: int = HIT_TOP_K,
+) -> list[KeywordHit]:
+    """The memories to inject for `message` (at most `k`), best first. Reads only: the caller
+    marks what it injects (services.recall_mark_injected)."""
+    now = now or timezone.now()
+    qtf = Counter(tokenize(message[:QUERY_MAX_CHARS]))
+    if not qtf:
+        return []
+    ids, index_df = _pool(access, session, qtf)
+    if not ids:
+        return []
+    # The pool can be hundreds of memories: load only the start of each content.
+    memories = list(
+        Memory.objects.filter(pk__in=ids)
+        .only("keywords", "title", "importance", "created_at", "updated_at")
+        .annotate(content_head=Substr("content", 1, LEGACY_SURFACE_CHARS))
+    )
+    terms = {m.pk: tokenize(surface(m, m.content_head)) for m in memories}
+    df: dict[str, int] = (
+        index_df
+        if index_df is not None
+        else Counter(t for toks in terms.values() for t in set(toks) if t in qtf)
+    )
+    n = candidate_total(access, session, at_least=max([len(ids), *df.values()]))
+    raw = {
+        # df.get: a cut legacy word can be on a surface without being in the index df.
+        m.pk: sum(scoring.idf(n, df.get(t, 1)) * qtf[t] for t in set(terms[m.pk]) if t in qtf)
+        for m in memories
+    }
+    best_raw = max(raw.values(), default=0.0)
+    hits = []
+    for memory in memories:
+        if raw[memory.pk] <= 0:
+            continue
+        on_surface = set(terms[memory.pk])
+        coverage = sum(1 for t in qtf if t in on_surface) / len(terms[memory.pk])
+        exempt = (
+            memory.importance >= scoring.DECAY_EXEMPT_IMPORTANCE
+            or raw[memory.pk] >= scoring.SUPER_MATCH * best_raw
+        )
+        recency = 1.0 if exempt else scoring.recency_weight(memory.updated_at, now)
+        importance_weight = 1 + (memory.importance - 1) * IMPORTANCE_STEP
+        title_bonus = TITLE_BONUS if any(t in qtf for t in tokenize(memory.title)) else 1.0
+        hits.append(
+            KeywordHit(
+                memory=memory,
+                score=raw[memory.pk] * coverage * recency * importance_weight * title_bonus,
+                raw=raw[memory.pk],
+                coverage=coverage,
+                recency=recency,
+                importance_weight=importance_weight,
+                title_bonus=title_bonus,
+            )
+        )
+    hits.sort(key=lambda h: (-h.score, h.memory.created_at, h.memory.pk))
+    top = hits[:k]
+    if session is not None:
+        injected = selectors.injected_memory_ids(session=session, among=[h.memory.pk for h in top])
+        top = [h for h in top if h.memory.pk not in injected]
+    full = Memory.objects.in_bulk([h.memory.pk for h in top])
+    return [replace(h, memory=full[h.memory.pk]) for h in top]

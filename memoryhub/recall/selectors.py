@@ -1,0 +1,125 @@
+"""Reads of recall's own data, scoped by who asks: instruction files, recall files and what a
+session has already been shown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from accounts.models import User
+from memoryhub.memories.kinds import Scope
+from memoryhub.recall.models import InstructionFile, RecallFile, RecallSeen, RecallSurfaced
+from memoryhub.sessions.models import AgentSession, SessionRecord
+from projects.models import Project
+from projects.selectors import ProjectAccess
+
+MAX_RECALL_CANDIDATES = 200  # MewCode's MAX_MEMORY_FILES
+
+
+# --- instruction files -----------------------------------------------------------------------
+def instruction_file_list(*, access: ProjectAccess) -> QuerySet[InstructionFile]:
+    """The project's instruction files (not users' own files), by path."""
+    return (
+        InstructionFile.objects.filter(project=access.project, owner__isnull=True)
+        .select_related("updated_by")
+        .order_by("path")
+    )
+
+
+def instruction_file_get(*, access: ProjectAccess, path: str) -> InstructionFile:
+    file = instruction_file_list(access=access).filter(path=path).first()
+    if file is None:
+        raise Http404("Instruction file not found.")
+    return file
+
+
+def user_instruction_file_get(*, access: ProjectAccess) -> InstructionFile:
+    """The caller's own instruction file in this project."""
+    file = (
+        InstructionFile.objects.filter(project=access.project, owner=access.actor.user)
+        .select_related("updated_by")
+        .first()
+        if access.actor.user is not None
+        else None
+    )
+    if file is None:
+        raise Http404("You have no instruction file in this project.")
+    return file
+
+
+# --- recall files ----------------------------------------------------------------------------
+def _visible_recall_files(project: Project, user: User | None) -> QuerySet[RecallFile]:
+    return RecallFile.objects.filter(project=project).filter(
+        Q(scope=Scope.PROJECT) | Q(scope=Scope.USER, owner=user)
+    )
+
+
+def recall_file_list(*, access: ProjectAccess, scope: str | None = None) -> QuerySet[RecallFile]:
+    """The project's recall files and the caller's own, newest first."""
+    files = _visible_recall_files(access.project, access.actor.user)
+    if scope:
+        files = files.filter(scope=scope)
+    return files.select_related("updated_by").order_by("-updated_at", "scope", "path")
+
+
+def recall_file_get(*, access: ProjectAccess, scope: str, path: str) -> RecallFile:
+    file = recall_file_list(access=access, scope=scope).filter(path=path).first()
+    if file is None:
+        raise Http404("Recall file not found.")
+    return file
+
+
+def recall_candidates(*, access: ProjectAccess, session: AgentSession | None) -> list[RecallFile]:
+    """What the selector chooses from: the caller's user files and the project's files that
+    this session has not been shown yet, newest first, at most 200; directory indexes
+    (MEMORY.md) are never candidates."""
+    files = (
+        _visible_recall_files(access.project, access.actor.user)
+        .exclude(path=RecallFile.INDEX_NAME)
+        .exclude(path__endswith="/" + RecallFile.INDEX_NAME)
+    )
+    if session is not None:
+        files = files.exclude(pk__in=surfaced_file_ids(session=session))
+    # Up to 200 files of up to 200 KB: the selector needs only their headers.
+    return list(files.defer("content").order_by("-updated_at", "pk")[:MAX_RECALL_CANDIDATES])
+
+
+def recall_files_with_content(*, files: Sequence[RecallFile]) -> list[RecallFile]:
+    """`files` again, in the same order, with their content loaded."""
+    loaded = RecallFile.objects.in_bulk([f.pk for f in files])
+    return [loaded[f.pk] for f in files if f.pk in loaded]
+
+
+# --- what a session has seen -----------------------------------------------------------------
+def last_compact_at(*, session: AgentSession) -> datetime | None:
+    """When the session's last compact boundary was stored: seen-rows before it are released
+    (meow-memory clears its seen set when the session compacts)."""
+    return (
+        SessionRecord.objects.filter(session=session, type="compact_boundary")
+        .order_by("-index")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+
+
+def injected_memory_ids(*, session: AgentSession, among: Iterable[int]) -> set[int]:
+    """Which of the memories `among` were injected into the session since its last compaction."""
+    seen = RecallSeen.objects.filter(
+        session=session, reason=RecallSeen.Reason.INJECTED, memory_id__in=list(among)
+    )
+    boundary = last_compact_at(session=session)
+    if boundary is not None:
+        seen = seen.filter(created_at__gt=boundary)
+    return set(seen.values_list("memory_id", flat=True))
+
+
+def surfaced_file_ids(*, session: AgentSession) -> set[int]:
+    """Recall files shown to the session since its last compaction."""
+    surfaced = RecallSurfaced.objects.filter(session=session)
+    boundary = last_compact_at(session=session)
+    if boundary is not None:
+        surfaced = surfaced.filter(created_at__gt=boundary)
+    return set(surfaced.values_list("recall_file_id", flat=True))

@@ -1,0 +1,440 @@
+"""Writes of recall: instruction files, recall files, and a session's injection bookkeeping.
+
+Every change to a file writes an audit event in the same transaction; a write that changes
+nothing (same content, same mtime) writes nothing. recall_for_message is the POST /recall/
+use case: a read whose only writes are the session's seen/surfaced rows (no audit event, like
+search's bookkeeping).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.actors import Actor
+from accounts.models import User
+from memoryhub.core.exceptions import ApplicationError, Conflict
+from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
+from memoryhub.core.services import audit_record
+from memoryhub.memories.kinds import Scope
+from memoryhub.recall import keyword_hits, recall_files, selectors
+from memoryhub.recall.models import (
+    InstructionFile,
+    RecallFile,
+    RecallSeen,
+    RecallSurfaced,
+    normalize_path,
+)
+from memoryhub.sessions.models import AgentSession
+from projects.models import Project
+from projects.selectors import ProjectAccess
+
+TREE_MAX_FILES = 1000
+SYNC_MAX_FILES = 1000
+RECALL_FILE_FIELDS = ["content", "updated_at", "updated_by", "name", "description", "type"]
+
+
+def _digest(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def _clean_path(path: str, field_name: str = "path") -> str:
+    try:
+        return normalize_path(path)
+    except ValidationError as exc:
+        raise ValidationError({field_name: exc.messages}) from None
+
+
+def _save_new[T: (InstructionFile, RecallFile)](obj: T) -> T:
+    """Insert `obj`; a concurrent insert of the same path is a Conflict, not a 500."""
+    try:
+        with transaction.atomic():
+            obj.save()
+    except IntegrityError:
+        raise Conflict(f"{obj.path} was created concurrently; retry.") from None
+    return obj
+
+
+# --- instruction files -----------------------------------------------------------------------
+@transaction.atomic
+def instruction_file_put(
+    *, project: Project, actor: Actor, path: str, content: str, owner: User | None = None
+) -> tuple[InstructionFile, bool]:
+    """Create or replace a project instruction file, or (owner set) that user's own file
+    (whose path is always MEWCODE.md). Returns (file, created)."""
+    path = InstructionFile.USER_FILE_PATH if owner is not None else _clean_path(path)
+    existing = InstructionFile.objects.select_for_update().filter(project=project, owner=owner)
+    file = (existing if owner is not None else existing.filter(path=path)).first()
+    if file is not None and file.content == content:
+        return file, False
+    before = file.snapshot() if file is not None else None
+    now = timezone.now()
+    if file is None:
+        file = InstructionFile(project=project, owner=owner, path=path, created_at=now)
+    file.content, file.updated_at, file.updated_by = content, now, actor.user
+    file.full_clean(validate_constraints=False)
+    if before is None:
+        _save_new(file)
+    else:
+        file.save(update_fields=["content", "updated_at", "updated_by"])
+    audit_record(
+        actor=actor,
+        verb="instruction_file." + ("updated" if before else "created"),
+        target_type="instruction_file",
+        target_id=file.pk,
+        project=project,
+        before=before,
+        after=file.snapshot() | {"sha256": _digest(content)},
+    )
+    return file, before is None
+
+
+@transaction.atomic
+def instruction_file_delete(*, file: InstructionFile, actor: Actor) -> None:
+    audit_record(
+        actor=actor,
+        verb="instruction_file.deleted",
+        target_type="instruction_file",
+        target_id=file.pk,
+        project=file.project,
+        before=file.snapshot(),
+    )
+    file.delete()
+
+
+@dataclass
+class BulkWriteResult:
+    """What a tree upload or a sync did, path by path."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated or self.deleted)
+
+
+@transaction.atomic
+def instruction_tree_put(
+    *, project: Project, actor: Actor, files: Mapping[str, str], replace: bool
+) -> BulkWriteResult:
+    """Write a whole tree of project instruction files at once, all or nothing; with replace,
+    project files missing from `files` are deleted."""
+    if len(files) > TREE_MAX_FILES:
+        raise ValidationError({"files": f"At most {TREE_MAX_FILES} files per upload."})
+    tree: dict[str, str] = {}
+    errors: dict[str, list[str]] = {}
+    for raw_path, content in files.items():
+        try:
+            path = normalize_path(raw_path)
+            InstructionFile(path=path, content=content).clean_fields(
+                exclude=["project", "owner", "updated_by"]
+            )
+        except ValidationError as exc:
+            errors[raw_path] = exc.messages
+            continue
+        if path in tree:
+            errors[raw_path] = [f"Same file as another path ({path})."]
+        tree[path] = content
+    if errors:
+        raise ValidationError(errors)
+
+    now = timezone.now()
+    result = BulkWriteResult()
+    stored = {
+        f.path: f
+        for f in InstructionFile.objects.select_for_update().filter(
+            project=project, owner__isnull=True
+        )
+    }
+    changed: list[InstructionFile] = []
+    for path, content in sorted(tree.items()):
+        file = stored.get(path)
+        if file is None:
+            result.created.append(path)
+            _save_new(
+                InstructionFile(
+                    project=project,
+                    path=path,
+                    content=content,
+                    created_at=now,
+                    updated_at=now,
+                    updated_by=actor.user,
+                )
+            )
+        elif file.content != content:
+            result.updated.append(path)
+            file.content, file.updated_at, file.updated_by = content, now, actor.user
+            changed.append(file)
+        else:
+            result.unchanged.append(path)
+    InstructionFile.objects.bulk_update(changed, ["content", "updated_at", "updated_by"])
+    if replace:
+        result.deleted = sorted(set(stored) - set(tree))
+        InstructionFile.objects.filter(
+            project=project, owner__isnull=True, path__in=result.deleted
+        ).delete()
+    if result.changed:
+        audit_record(
+            actor=actor,
+            verb="instruction_tree.uploaded",
+            target_type="project",
+            target_id=project.pk,
+            project=project,
+            after={
+                "created": result.created,
+                "updated": result.updated,
+                "deleted": result.deleted,
+                "replace": replace,
+            },
+        )
+    return result
+
+
+# --- recall files ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RecallFileInput:
+    path: str
+    content: str
+    mtime: datetime | None = None  # the file's modification time; None: now
+
+
+def _owner_for(scope: str, actor: Actor) -> User | None:
+    if scope == Scope.PROJECT:
+        return None
+    if actor.user is None:
+        raise ApplicationError("User-scope recall files belong to a user; this actor has none.")
+    return actor.user
+
+
+def _apply(file: RecallFile, data: RecallFileInput, actor: Actor, now: datetime) -> bool:
+    """Set `file` from `data` and validate it; False when nothing would change."""
+    mtime = data.mtime or now
+    if (
+        file.pk is not None
+        and file.content == data.content
+        and (data.mtime is None or file.updated_at == data.mtime)
+    ):
+        return False
+    front = recall_files.parse_frontmatter(data.content)
+    file.content, file.updated_at, file.updated_by = data.content, mtime, actor.user
+    file.name, file.description, file.type = front.name, front.description, front.type
+    file.full_clean(validate_constraints=False)
+    return True
+
+
+def _recall_file_event(
+    file: RecallFile, actor: Actor, verb: str, before: dict[str, object] | None
+) -> None:
+    audit_record(
+        actor=actor,
+        verb=f"recall_file.{verb}",
+        target_type="recall_file",
+        target_id=file.pk,
+        project=file.project,
+        before=before,
+        after=None if verb == "deleted" else file.snapshot() | {"sha256": _digest(file.content)},
+    )
+
+
+@transaction.atomic
+def recall_file_put(
+    *, project: Project, actor: Actor, scope: str, data: RecallFileInput
+) -> tuple[RecallFile, bool]:
+    """Create or replace one recall file (user scope: the actor's own). Returns (file,
+    created)."""
+    owner = _owner_for(scope, actor)
+    path = _clean_path(data.path)
+    file = (
+        RecallFile.objects.select_for_update()
+        .filter(project=project, scope=scope, owner=owner, path=path)
+        .first()
+    )
+    created = file is None
+    if file is None:
+        file = RecallFile(project=project, scope=scope, owner=owner, path=path)
+    before = None if created else file.snapshot()
+    if not _apply(file, RecallFileInput(path, data.content, data.mtime), actor, timezone.now()):
+        return file, False
+    if created:
+        _save_new(file)
+    else:
+        file.save(update_fields=RECALL_FILE_FIELDS)
+    _recall_file_event(file, actor, "created" if created else "updated", before)
+    return file, created
+
+
+@transaction.atomic
+def recall_file_delete(*, file: RecallFile, actor: Actor) -> None:
+    _recall_file_event(file, actor, "deleted", file.snapshot())
+    file.delete()
+
+
+@transaction.atomic
+def recall_files_sync(
+    *,
+    project: Project,
+    actor: Actor,
+    scope: str,
+    files: Sequence[RecallFileInput],
+    delete_missing: bool,
+) -> BulkWriteResult:
+    """Bring one memory directory (the project's, or the actor's user directory) in line with
+    `files`, all or nothing; with delete_missing, stored files not in `files` are deleted."""
+    if len(files) > SYNC_MAX_FILES:
+        raise ValidationError({"files": f"At most {SYNC_MAX_FILES} files per sync."})
+    owner = _owner_for(scope, actor)
+    stored = {
+        f.path: f
+        for f in RecallFile.objects.select_for_update().filter(
+            project=project, scope=scope, owner=owner
+        )
+    }
+    now = timezone.now()
+    result = BulkWriteResult()
+    pending: list[tuple[RecallFile, bool]] = []
+    errors: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for data in files:
+        try:
+            path = normalize_path(data.path)
+            if path in seen:
+                raise ValidationError(f"Same file as another path ({path}).")
+            seen.add(path)
+            file = stored.get(path) or RecallFile(
+                project=project, scope=scope, owner=owner, path=path
+            )
+            if _apply(file, RecallFileInput(path, data.content, data.mtime), actor, now):
+                pending.append((file, file.pk is None))
+            else:
+                result.unchanged.append(path)
+        except ValidationError as exc:
+            errors[data.path] = exc.messages
+    if errors:
+        raise ValidationError(errors)
+    for file, created in pending:
+        (result.created if created else result.updated).append(file.path)
+        if created:
+            _save_new(file)
+        else:
+            file.save(update_fields=RECALL_FILE_FIELDS)
+    if delete_missing:
+        result.deleted = sorted(set(stored) - seen)
+        RecallFile.objects.filter(pk__in=[stored[p].pk for p in result.deleted]).delete()
+    if result.changed:
+        audit_record(
+            actor=actor,
+            verb="recall_files.synced",
+            target_type="project",
+            target_id=project.pk,
+            project=project,
+            after={
+                "scope": scope,
+                "created": result.created,
+                "updated": result.updated,
+                "deleted": result.deleted,
+            },
+        )
+    return result
+
+
+# --- recall (POST /recall/) ------------------------------------------------------------------
+HITS_HEADER = "Possibly relevant memories, for reference only:"
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    hits: list[keyword_hits.KeywordHit]
+    files: list[RecallFile]
+    text: str
+    now: datetime
+
+
+def hits_block(hits: Sequence[keyword_hits.KeywordHit]) -> str:
+    """meow-memory's hit block: per hit `[kind] [id] YYYY-MM-DD HH:MM UTC`, then the content
+    and a blank line."""
+    if not hits:
+        return ""
+    lines = [HITS_HEADER]
+    for hit in hits:
+        memory = hit.memory
+        stamp = memory.updated_at.astimezone(UTC)
+        lines += [f"[{memory.kind}] [{memory.public_id}] {stamp:%Y-%m-%d %H:%M} UTC"]
+        lines += [memory.content, ""]
+    return "\n".join(lines)
+
+
+def recall_text(blocks: Sequence[str]) -> str:
+    """One <system-reminder> with the non-empty blocks, inside the injection tag that the
+    sessions ingester recognises; "" when every block is empty."""
+    body = "\n".join(block for block in blocks if block)
+    if not body:
+        return ""
+    return f"{INJECTION_OPEN}\n<system-reminder>\n{body}\n</system-reminder>\n{INJECTION_CLOSE}"
+
+
+@transaction.atomic
+def recall_mark_injected(
+    *, session: AgentSession, memory_ids: Sequence[int], file_ids: Sequence[int]
+) -> None:
+    """Bookkeeping: the session has now seen these memories and files (an upsert, so what is
+    shown again after a compaction counts as shown again)."""
+    now = timezone.now()
+    RecallSeen.objects.bulk_create(
+        [
+            RecallSeen(
+                session=session, memory_id=i, reason=RecallSeen.Reason.INJECTED, created_at=now
+            )
+            for i in memory_ids
+        ],
+        update_conflicts=True,
+        unique_fields=["session", "memory", "reason"],
+        update_fields=["created_at"],
+    )
+    RecallSurfaced.objects.bulk_create(
+        [RecallSurfaced(session=session, recall_file_id=i, created_at=now) for i in file_ids],
+        update_conflicts=True,
+        unique_fields=["session", "recall_file"],
+        update_fields=["created_at"],
+    )
+
+
+def recall_for_message(
+    *,
+    access: ProjectAccess,
+    session: AgentSession,
+    query: str,
+    recent_tools: Sequence[str] = (),
+    as_of: datetime | None = None,
+) -> RecallResult:
+    """Keyword hits and the selector's recall files for a user message, as one injection
+    text; everything returned is marked as shown to the session.
+
+    Not atomic on purpose: the selector's LLM call must not run inside a transaction.
+    """
+    now = as_of or timezone.now()
+    if not query.strip():
+        return RecallResult(hits=[], files=[], text="", now=now)
+    hits = keyword_hits.keyword_hits(access=access, message=query, session=session, now=now)
+    chosen = recall_files.select(
+        project=access.project,
+        query=query,
+        files=selectors.recall_candidates(access=access, session=session),
+        recent_tools=recent_tools,
+    )
+    files = selectors.recall_files_with_content(files=chosen)
+    text = recall_text([hits_block(hits), recall_files.render(files, now)])
+    recall_mark_injected(
+        session=session,
+        memory_ids=[hit.memory.pk for hit in hits],
+        file_ids=[file.pk for file in files],
+    )
+    return RecallResult(hits=hits, files=files, text=text, now=now)

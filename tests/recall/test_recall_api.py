@@ -1,0 +1,139 @@
+"""POST /recall/: keyword hits and recall files for a user message, as one injection."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from rest_framework.test import APIClient
+
+from accounts.actors import Actor
+from accounts.models import User
+from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
+from memoryhub.recall.models import RecallSeen, RecallSurfaced
+from memoryhub.sessions.models import SessionRecord
+from projects.models import Project, Role
+from projects.selectors import project_access
+from projects.services import membership_add
+from tests.factories import UserFactory
+
+P = "/api/v1/projects/alpha/"
+RECALL = P + "recall/"
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+NOTE = "---\nname: Testing\ndescription: pytest conventions\ntype: feedback\n---\n\nUse -q."
+
+
+def setup_bank(client: APIClient) -> str:
+    assert client.post(P + "sessions/", {"external_id": "s1"}, format="json").status_code == 201
+    memory = client.post(
+        P + "memories/",
+        {
+            "kind": "lesson",
+            "content": "Run pytest with -q; the full output floods the context.",
+            "keywords": ["pytest", "output"],
+            "updated_at": (NOW - timedelta(hours=1, minutes=30)).isoformat(),
+        },
+        format="json",
+    )
+    assert memory.status_code == 201
+    note = client.put(
+        P + "recall-files/project/testing.md",
+        {"content": NOTE, "mtime": NOW.isoformat()},
+        format="json",
+    )
+    assert note.status_code == 201
+    return str(memory.json()["id"])
+
+
+def recall(client: APIClient, query: str, **extra: Any) -> Any:
+    extra.setdefault("session_id", "s1")
+    extra.setdefault("as_of", NOW.isoformat())
+    return client.post(RECALL, {"query": query, **extra}, format="json")
+
+
+def test_it_returns_hits_and_files_in_one_injection(alice_client: APIClient) -> None:
+    memory_id = setup_bank(alice_client)
+    response = recall(alice_client, "How should I run pytest?")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["text"] == (
+        f"{INJECTION_OPEN}\n<system-reminder>\n"
+        "Possibly relevant memories, for reference only:\n"
+        f"[lesson] [{memory_id}] 2026-03-01 10:30 UTC\n"
+        "Run pytest with -q; the full output floods the context.\n"
+        "\n"
+        "The following relevant memories from prior conversations may help:\n\n"
+        "## Memory: testing.md (saved today)\n\n"
+        f"{NOTE}\n\n---\n\n"
+        f"</system-reminder>\n{INJECTION_CLOSE}"
+    )
+    memory, file = body["results"]
+    assert memory["type"] == "memory" and memory["id"] == memory_id
+    assert (memory["kind"], memory["scope"], memory["importance"]) == ("lesson", "project", 1)
+    assert memory["score"] > 0
+    assert (file["type"], file["path"], file["age_days"]) == ("file", "testing.md", 0)
+    assert RecallSeen.objects.filter(reason="injected").count() == 1
+    assert RecallSurfaced.objects.count() == 1
+
+
+def test_the_agents_transcript_flags_the_injection(alice_client: APIClient) -> None:
+    setup_bank(alice_client)
+    text = recall(alice_client, "pytest output").json()["text"]
+    record = [{"type": "user", "content": f"{text}\nplease run the tests"}]
+    assert alice_client.post(P + "sessions/s1/records/", record, format="json").status_code == 201
+    assert SessionRecord.objects.get(type="user").contains_injection
+
+
+def test_nothing_found_is_empty(alice_client: APIClient) -> None:
+    setup_bank(alice_client)
+    for query in ["", "   ", "kubernetes helm charts"]:
+        response = recall(alice_client, query)
+        assert response.status_code == 200
+        assert response.json() == {"results": [], "text": ""}
+    assert not RecallSeen.objects.exists()
+
+
+def test_it_needs_a_session_of_this_project(
+    alice_client: APIClient, charlie_client: APIClient
+) -> None:
+    setup_bank(alice_client)
+    missing = recall(alice_client, "pytest", session_id="nope")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
+    assert alice_client.post(RECALL, {"query": "pytest"}, format="json").status_code == 400
+    charlie_client.post("/api/v1/projects/charlie-lab/sessions/", {"external_id": "c1"})
+    other = charlie_client.post(
+        "/api/v1/projects/charlie-lab/recall/",
+        {"query": "pytest", "session_id": "s1"},
+        format="json",
+    )
+    assert other.status_code == 404
+
+
+def test_read_only_tokens_and_viewers_may_recall(
+    alice_client: APIClient,
+    alice_ro_client: APIClient,
+    alice: User,
+    project: Project,
+    make_client: Any,
+) -> None:
+    setup_bank(alice_client)
+    assert len(recall(alice_ro_client, "pytest").json()["results"]) == 2
+    dave = UserFactory.create(username="dave")
+    membership_add(
+        access=project_access(slug="alpha", actor=Actor(user=alice)), user=dave, role=Role.VIEWER
+    )
+    assert make_client(dave).post(P + "sessions/", {"external_id": "d1"}).status_code == 403
+    alice_client.post(P + "sessions/", {"external_id": "s2"}, format="json")
+    assert len(recall(make_client(dave), "pytest", session_id="s2").json()["results"]) == 2
+    # A read-only token still cannot write through other endpoints.
+    denied = alice_ro_client.post(P + "memories/", {"content": "x", "kind": "fact"}, format="json")
+    assert denied.status_code == 403
+
+
+def test_recent_tools_and_as_of_are_validated(alice_client: APIClient) -> None:
+    setup_bank(alice_client)
+    assert recall(alice_client, "pytest", recent_tools=["Bash"] * 51).status_code == 400
+    assert recall(alice_client, "pytest", as_of="yesterday").status_code == 400
+    later = recall(alice_client, "pytest", as_of=(NOW + timedelta(days=4)).isoformat()).json()
+    assert "## Memory: testing.md (saved 4 days ago)\n\nThis memory is 4 days old." in later["text"]
