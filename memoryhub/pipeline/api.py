@@ -143,5 +143,5 @@ class BankRebuildApi(APIView):
         job = services.bank_rebuild_start(
             project=access.project, actor=access.actor, confirm=payload.validated_data["confirm"]
         )
-        tasks.rebuild_run.delay_on_commit(job.pk)
+        dispatch.send(tasks.rebuild_run, job.pk)
         return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)

@@ -421,7 +421,7 @@ def bank_rebuild_start(*, project: Project, actor: Actor, confirm: str) -> Job:
     return job
 
 
-def rebuild(*, job: Job, claim: jobs.Claim) -> dict[str, Any]:
+def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
     """Replay every stored session through stage 1, then stage 2, reporting progress."""
     project = job.project
     config = pipeline_config(project.settings)

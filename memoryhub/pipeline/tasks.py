@@ -9,16 +9,18 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import OperationalError
 
-_TRANSIENT = {
-    "autoretry_for": (OperationalError,),
-    "retry_backoff": True,
-    "max_retries": 3,
-    "acks_late": True,
-    "ignore_result": True,
-}
+# acks_late: a worker that dies mid-task leaves the message for another one; the job's lease
+# decides whether the work is still due.
+_transient = shared_task(
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=3,
+    acks_late=True,
+    ignore_result=True,
+)
 
 
-@shared_task(**_TRANSIENT)
+@_transient
 def pipeline_scan() -> None:
     """Beat: enqueue due stage-1 and consolidation work of every project."""
     from memoryhub.pipeline import dispatch
@@ -26,7 +28,7 @@ def pipeline_scan() -> None:
     dispatch.scan_all()
 
 
-@shared_task(**_TRANSIENT)
+@_transient
 def stage1_run(job_id: int) -> None:
     from memoryhub.pipeline import dispatch, services
 
@@ -34,14 +36,14 @@ def stage1_run(job_id: int) -> None:
         dispatch.after_stage1(job_id)
 
 
-@shared_task(**_TRANSIENT)
+@_transient
 def consolidate_run(job_id: int) -> None:
     from memoryhub.pipeline import services
 
     services.consolidate_run(job_id=job_id)
 
 
-@shared_task(**_TRANSIENT)
+@_transient
 def rebuild_run(job_id: int) -> None:
     from memoryhub.pipeline import services
 

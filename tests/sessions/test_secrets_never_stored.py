@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
@@ -25,7 +26,7 @@ def test_the_corpus_has_at_least_25_kinds() -> None:
 
 def test_no_secret_survives_an_append(alice_client: APIClient) -> None:
     alice_client.post(S, {"external_id": "leaky"}, format="json")
-    records = []
+    records: list[dict[str, Any]] = []
     for i, sample in enumerate(SAMPLES):
         records.append(
             {
