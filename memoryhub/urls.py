@@ -11,6 +11,7 @@ api_v1 = [
     path("", include("memoryhub.memories.urls")),
     path("", include("memoryhub.sessions.urls")),
     path("", include("memoryhub.llm.urls")),
+    path("", include("memoryhub.pipeline.urls")),
 ]
 
 urlpatterns = [
