@@ -37,11 +37,27 @@ class Worker:
 
     def start(self, concurrency: int = 1) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "-Q", self.queue,
-             f"--concurrency={concurrency}", "--pool=prefork", "--without-gossip",
-             "--without-mingle", f"--hostname={self.queue}-{len(self.procs)}@%h",
-             "--loglevel=WARNING"],
-            cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "memoryhub",
+                "worker",
+                "-Q",
+                self.queue,
+                f"--concurrency={concurrency}",
+                "--pool=prefork",
+                "--without-gossip",
+                "--without-mingle",
+                f"--hostname={self.queue}-{len(self.procs)}@%h",
+                "--loglevel=WARNING",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             start_new_session=True,
         )
         self.procs.append(proc)
@@ -67,8 +83,10 @@ class Worker:
 def celery_worker(transactional_db: None, settings: Any) -> Iterator[Worker]:
     """Start workers with `.start()`; tasks sent by the test go to their queue."""
     queue = f"test-{uuid.uuid4().hex[:8]}"
-    env = os.environ | {"DATABASE_URL": database_url_of_test_db(),
-                        "CELERY_TASK_DEFAULT_QUEUE": queue}
+    env = os.environ | {
+        "DATABASE_URL": database_url_of_test_db(),
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+    }
     original = app.conf.task_default_queue
     app.conf.task_default_queue = queue
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
