@@ -128,6 +128,11 @@ class Memory(models.Model):
             # The list endpoint: newest first within a project, filtered by status and kind.
             models.Index(fields=["project", "status", "kind", "-updated_at"]),
             models.Index(fields=["project", "-updated_at"]),
+            # Injection payloads: a kind's active memories, most important first.
+            models.Index(
+                fields=["project", "status", "kind", "-importance", "-updated_at", "-id"],
+                name="memory_injection_order",
+            ),
             # Exact-duplicate lookup on write (pipeline merge, imports).
             models.Index(fields=["project", "content_hash"]),
         ]

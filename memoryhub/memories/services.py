@@ -14,6 +14,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from accounts.actors import Actor
+from memoryhub.core import redaction
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.memories import similarity, text
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
@@ -105,6 +106,15 @@ def _event(memory: Memory, actor: Actor, verb: str, before: Any, after: Any) -> 
     )
 
 
+def _redact(memory: Memory) -> None:
+    """Secrets never enter the bank, whoever writes (agents, the pipeline, imports)."""
+    memory.title = redaction.redact(memory.title)[0]
+    memory.content = redaction.redact(memory.content)[0]
+    memory.goal = redaction.redact(memory.goal)[0]
+    memory.keywords = [redaction.redact(k)[0] for k in memory.keywords]
+    memory.metadata = redaction.redact_json(memory.metadata)[0]
+
+
 def _build(project: Project, actor: Actor, data: MemoryInput) -> Memory:
     scope = data.scope or DEFAULT_SCOPE.get(data.kind, Scope.PROJECT)
     now = timezone.now()
@@ -130,8 +140,9 @@ def _build(project: Project, actor: Actor, data: MemoryInput) -> Memory:
         created_via=actor.via,
         created_at=created_at,
         updated_at=data.updated_at or created_at,
-        content_hash=content_hash(data.content),
     )
+    _redact(memory)
+    memory.content_hash = content_hash(memory.content)
     if memory.scope == Scope.USER and memory.owner is None:
         raise ValidationError({"scope": "A user-scope memory needs a person behind the request."})
     memory.full_clean(exclude=["content_hash"])
@@ -201,6 +212,7 @@ def memory_update(
     before = memory.snapshot()
     for name, value in changes.items():
         setattr(memory, name, normalize_keywords(value) if name == "keywords" else value)
+    _redact(memory)
     memory.full_clean(exclude=["content_hash"])
     changed = [name for name in changes if before[name] != memory.snapshot()[name]]
     if not changed:

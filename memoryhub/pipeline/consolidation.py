@@ -79,8 +79,10 @@ def validate(obj: Any) -> dict[str, Any]:
     for skill in obj["skills"]:
         if not isinstance(skill, dict) or not isinstance(skill.get("name"), str):
             raise ValueError("each skill needs a string name")
-        if not artifacts.sanitize_skill_name(skill["name"]):
-            raise ValueError(f"skill name {skill['name']!r} has no usable characters")
+        try:
+            artifacts.sanitize_skill_name(skill["name"])
+        except ValidationError:
+            raise ValueError(f"skill name {skill['name']!r} has no usable characters") from None
         if not isinstance(skill.get("content"), str):
             raise ValueError("each skill needs string content")
         for bucket in SKILL_BUCKETS:

@@ -50,6 +50,7 @@ from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.memories import artifacts
 from memoryhub.memories.kinds import Kind, Scope
 from memoryhub.memories.models import Memory
+from memoryhub.recall import instructions
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.conversation import CHARS_PER_TOKEN
 from memoryhub.sessions.models import AgentSession
@@ -352,11 +353,7 @@ def fetch_entries(
 
 def load_instructions(access: ProjectAccess) -> str:
     """The caller's resolved MEWCODE.md instructions ("" when there are none)."""
-    try:
-        from memoryhub.recall.instructions import resolved_instructions
-    except ImportError:  # TODO: remove once memoryhub.recall.instructions is merged
-        return ""
-    return resolved_instructions(project=access.project, user=access.actor.user)
+    return instructions.resolved_instructions(project=access.project, user=access.actor.user)
 
 
 def _summary_artifact(access: ProjectAccess) -> str:

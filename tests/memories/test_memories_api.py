@@ -308,3 +308,20 @@ def test_kinds_endpoint_documents_the_taxonomy(alice_client: APIClient) -> None:
         "todo",
     ]
     assert kinds["topic"]["has_goal"] is True
+
+
+def test_secrets_never_enter_the_bank(alice_client: APIClient) -> None:
+    secret = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
+    memory = create(
+        alice_client,
+        content=f"The deploy token is {secret}",
+        title=secret,
+        keywords=[secret],
+        metadata={"token": secret},
+    ).json()
+    stored = Memory.objects.get(public_id=memory["id"])
+    assert secret not in f"{stored.content}{stored.title}{stored.keywords}{stored.metadata}"
+    url = f"{URL}{memory['id']}/"
+    alice_client.patch(url, {"content": f"rotated: {secret}"}, format="json")
+    stored.refresh_from_db()
+    assert secret not in stored.content and "[REDACTED]" in stored.content
