@@ -51,6 +51,8 @@ PROJECT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("post", P + "/bank/enqueue/", None),
     ("post", P + "/bank/clear/", {"confirm": "alpha"}),
     ("post", P + "/bank/rebuild/", {"confirm": "alpha"}),
+    ("get", P + "/bank/dream/", None),
+    ("post", P + "/bank/dream/", {"session_id": "s1"}),
     ("get", P + "/sessions/", None),
     ("post", P + "/sessions/", {"external_id": "s2"}),
     ("post", P + "/sessions/import/", {"transcript": "x"}),

@@ -13,7 +13,8 @@ from memoryhub.core.health import worker_status
 from memoryhub.core.services import audit_record
 from memoryhub.llm import selectors as llm_selectors
 from memoryhub.llm.api import LlmUsageApi
-from memoryhub.pipeline import dispatch, selectors, services, tasks
+from memoryhub.pipeline import dispatch, dream, selectors, services, tasks
+from memoryhub.sessions.selectors import session_get
 from projects.models import Role
 from projects.selectors import project_access
 
@@ -81,7 +82,11 @@ class BankEnqueueApi(APIView):
         responses={
             202: inline_serializer(
                 "BankEnqueued",
-                {"stage1": serializers.IntegerField(), "consolidate": serializers.IntegerField()},
+                {
+                    "stage1": serializers.IntegerField(),
+                    "consolidate": serializers.IntegerField(),
+                    "dream": serializers.IntegerField(),
+                },
             )
         },
     )
@@ -144,4 +149,59 @@ class BankRebuildApi(APIView):
             project=access.project, actor=access.actor, confirm=payload.validated_data["confirm"]
         )
         dispatch.send(tasks.rebuild_run, job.pk)
+        return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class DreamScheduleOutput(serializers.Serializer):
+    timezone = serializers.CharField()
+    local_time = serializers.CharField(help_text="Now, in the project's timezone.")
+    suppressed_by = serializers.CharField(
+        allow_null=True,
+        help_text="The suppression window (with its lead time) scheduled dreams wait for.",
+    )
+    idle_minutes = serializers.IntegerField()
+    suppress_windows = serializers.ListField(child=serializers.CharField())
+    lead_minutes = serializers.IntegerField()
+    cooldown_hours = serializers.IntegerField()
+    max_attempts = serializers.IntegerField()
+
+
+class BankDreamApi(APIView):
+    class BankDreamOutput(serializers.Serializer):
+        schedule = DreamScheduleOutput()
+        runs = JobOutputSerializer(many=True, help_text="Dream jobs, latest start first.")
+
+    class BankDreamInput(serializers.Serializer):
+        session_id = serializers.CharField(
+            required=False,
+            help_text="The window: a session id or external id (default: the latest session).",
+        )
+
+    @extend_schema(operation_id="bank_dream_status", responses=BankDreamOutput)
+    def get(self, request: Request, slug: str) -> Response:
+        """The dream schedule of the project and its last dream runs (one job per window)."""
+        access = project_access(slug=slug, actor=actor_of(request))
+        data = {
+            "schedule": dream.dream_schedule(project=access.project),
+            "runs": dream.dream_runs(project=access.project),
+        }
+        return Response(self.BankDreamOutput(data).data)
+
+    @extend_schema(
+        operation_id="bank_dream", request=BankDreamInput, responses={202: JobOutputSerializer}
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Maintainers: dream about one window now, whatever the idle time, suppression windows
+        and cooldown (409 while a dream of it holds its lease)."""
+        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER)
+        payload = self.BankDreamInput(data=request.data or {})
+        payload.is_valid(raise_exception=True)
+        ref = payload.validated_data.get("session_id")
+        session = (
+            session_get(access=access, ref=ref)
+            if ref
+            else dream.latest_window(project=access.project)
+        )
+        job = dream.dream_request(project=access.project, session=session, actor=access.actor)
+        dispatch.send(tasks.dream_run, job.pk)
         return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)

@@ -1,8 +1,10 @@
-"""oh-my-pi's pipeline knobs (seed-algorithms §3.1) with their defaults, overridable per
-project in project.settings["pipeline"]; `review_required` lives at the top of the settings."""
+"""oh-my-pi's pipeline knobs (seed-algorithms §3.1) and meow-memory's dream schedule (§5.9)
+with their defaults, overridable per project in project.settings["pipeline"];
+`review_required` lives at the top of the settings."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -28,6 +30,16 @@ class PipelineConfig:
     summary_injection_token_limit: int = 5_000
     retries: int = 3
     context_window: int = 128_000  # of the extraction model; bounds the stage-1 payload
+    # Dream (meow-memory v0.13+): a session window is dreamed once idle this long, never inside
+    # a suppression window (project-local "HH:MM-HH:MM", may wrap midnight) or the lead time
+    # before one, at most once per cooldown, under a heartbeated lease, with bounded attempts.
+    dream_idle_minutes: int = 180
+    dream_suppress_windows: tuple[str, ...] = ("09:00-12:00", "14:00-18:00")
+    dream_lead_minutes: int = 15
+    dream_cooldown_hours: int = 6
+    dream_lease_seconds: int = 1800
+    dream_heartbeat_seconds: int = 60
+    dream_max_attempts: int = 3
 
 
 def pipeline_config(project_settings: dict[str, Any]) -> PipelineConfig:
@@ -39,10 +51,57 @@ def pipeline_config(project_settings: dict[str, Any]) -> PipelineConfig:
     for name, value in overrides.items():
         if name not in known:
             raise ApplicationError(f"Unknown pipeline setting {name!r}.")
+        if name == "dream_suppress_windows":
+            values[name] = _windows(value)
+            continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise ApplicationError(f"pipeline.{name} must be a non-negative number.")
         values[name] = float(value) if name == "rollout_payload_percent" else int(value)
-    return PipelineConfig(**values)
+    config = PipelineConfig(**values)
+    _check_dream(config)
+    return config
+
+
+_WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
+MINUTES_PER_DAY = 24 * 60
+
+
+def parse_window(text: str) -> tuple[int, int]:
+    """Parse "HH:MM-HH:MM" into (start, end) minutes after local midnight.
+
+    The end may be 24:00, and may be earlier than the start (the window wraps midnight).
+    Raises ApplicationError."""
+    match = _WINDOW.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise ApplicationError(f"pipeline.dream_suppress_windows: {text!r} is not HH:MM-HH:MM.")
+    sh, sm, eh, em = (int(g) for g in match.groups())
+    start, end = sh * 60 + sm, eh * 60 + em
+    if sh > 23 or sm > 59 or em > 59 or end > MINUTES_PER_DAY or start == end % MINUTES_PER_DAY:
+        raise ApplicationError(f"pipeline.dream_suppress_windows: {text!r} is not a valid window.")
+    return start, end
+
+
+def _windows(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or len(value) > 24:
+        raise ApplicationError("pipeline.dream_suppress_windows must be a list of at most 24.")
+    normalized = []
+    for item in value:
+        start, end = parse_window(item)
+        normalized.append(f"{start // 60:02d}:{start % 60:02d}-{end // 60:02d}:{end % 60:02d}")
+    return tuple(normalized)
+
+
+def _check_dream(config: PipelineConfig) -> None:
+    if config.dream_max_attempts < 1:
+        raise ApplicationError("pipeline.dream_max_attempts must be at least 1.")
+    if config.dream_lease_seconds < 60:
+        raise ApplicationError("pipeline.dream_lease_seconds must be at least 60.")
+    if not 1 <= config.dream_heartbeat_seconds < config.dream_lease_seconds:
+        raise ApplicationError(
+            "pipeline.dream_heartbeat_seconds must be at least 1 and below the lease."
+        )
+    if config.dream_lead_minutes >= MINUTES_PER_DAY:
+        raise ApplicationError("pipeline.dream_lead_minutes must be below 1440 (a day).")
 
 
 def review_required(project_settings: dict[str, Any]) -> bool:

@@ -3,11 +3,15 @@ is harmless: the second run finds the lease taken or nothing past the watermark.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from memoryhub.pipeline import services, tasks
+from memoryhub.core.exceptions import ApplicationError
+from memoryhub.pipeline import dream, services, tasks
 from memoryhub.pipeline.models import Job
 from projects.models import Project
+
+logger = logging.getLogger(__name__)
 
 
 def send(task: Any, job_id: int) -> None:
@@ -22,12 +26,24 @@ def scan_project(project: Project) -> dict[str, int]:
     consolidate = services.consolidation_due(project=project)
     if consolidate is not None:
         send(tasks.consolidate_run, consolidate)
-    return {"stage1": len(stage1), "consolidate": int(consolidate is not None)}
+    # At most one window per project per scan (meow starts one per tick).
+    window = dream.dream_enqueue_due(project=project)
+    if window is not None:
+        send(tasks.dream_run, window)
+    return {
+        "stage1": len(stage1),
+        "consolidate": int(consolidate is not None),
+        "dream": int(window is not None),
+    }
 
 
 def scan_all() -> None:
     for project in Project.objects.order_by("pk").iterator():
-        scan_project(project)
+        try:
+            scan_project(project)
+        except ApplicationError:
+            # A project whose pipeline settings are invalid must not stop the others' work.
+            logger.exception("Pipeline scan of project %s skipped", project.slug)
 
 
 def after_stage1(job_id: int) -> None:

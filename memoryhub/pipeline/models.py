@@ -16,6 +16,7 @@ class Job(models.Model):
         STAGE1 = "stage1"  # key: the session's public id
         CONSOLIDATE = "consolidate"  # key: "project:<id>"
         REBUILD = "rebuild"  # key: "project:<id>"
+        DREAM = "dream"  # key: "session:<public id>"
 
     class Status(models.TextChoices):
         PENDING = "pending"

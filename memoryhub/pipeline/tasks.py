@@ -22,7 +22,7 @@ _transient = shared_task(
 
 @_transient
 def pipeline_scan() -> None:
-    """Beat: enqueue due stage-1 and consolidation work of every project."""
+    """Beat: enqueue due stage-1, consolidation and dream work of every project."""
     from memoryhub.pipeline import dispatch
 
     dispatch.scan_all()
@@ -48,3 +48,10 @@ def rebuild_run(job_id: int) -> None:
     from memoryhub.pipeline import services
 
     services.rebuild_run(job_id=job_id)
+
+
+@_transient
+def dream_run(job_id: int) -> None:
+    from memoryhub.pipeline import dream
+
+    dream.dream_run(job_id=job_id)

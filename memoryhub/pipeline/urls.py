@@ -10,4 +10,5 @@ urlpatterns = [
     path(B + "enqueue/", api.BankEnqueueApi.as_view(), name="bank-enqueue"),
     path(B + "clear/", api.BankClearApi.as_view(), name="bank-clear"),
     path(B + "rebuild/", api.BankRebuildApi.as_view(), name="bank-rebuild"),
+    path(B + "dream/", api.BankDreamApi.as_view(), name="bank-dream"),
 ]

@@ -1,0 +1,348 @@
+"""Precision and recall of the offline extractor on the dev corpus (tests/pipeline/corpus/).
+
+    .venv/bin/python bench/extractor_quality.py [--details] [--json FILE]
+
+Each session of the corpus is a MewCode record file `<name>.jsonl` with a sidecar
+`<name>.expected.json` that lists the planted memories ({kind, must_contain, scope}) and the
+distractors, which must not become memories ({must_not_contain}).
+
+Secrets: the corpus files hold `{{secret:NAME}}` placeholders, never a secret-shaped string,
+so that secret scanners have nothing to flag (as in tests/secrets_corpus.py). The loader puts
+deterministic fake values in their place (`FAKE_SECRETS`, prefixes split in the source).
+
+Scoring: a predicted memory is a true positive when its kind is the planted kind and every
+`must_contain` substring occurs in its content (case-insensitive). Each planted memory is
+matched at most once, and each prediction too (a maximum bipartite matching, so the order of
+the predictions does not matter). Everything predicted and unmatched is a false positive, even
+if it looks harmless: the corpus labels what a careful reviewer would keep. A distractor hit is
+a prediction whose content contains all of a distractor's substrings; such a hit is also a
+false positive. A project memory that matches also has its subcategory compared with the
+planted one, which is reported but does not count towards precision.
+
+Prints Markdown tables: overall, per kind (precision over predictions of that kind, recall over
+planted memories of that kind), per rule (precision only: rules have no planted counterpart)
+and per language. With --details, also every miss, false positive and distractor hit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import string
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoryhub.pipeline.extractor import ExtractedMemory, SourceRecord, extract, source_records
+from memoryhub.sessions.records import record_from_dict
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "pipeline" / "corpus"
+_ALNUM = string.ascii_letters + string.digits
+_SECRET_PLACEHOLDER = re.compile(r"\{\{secret:(\w+)\}\}")
+
+
+def _fake(seed: str, alphabet: str, length: int) -> str:
+    rng = random.Random(f"extractor-corpus:{seed}")  # noqa: S311 - fake data, not a secret
+    return "".join(rng.choice(alphabet) for _ in range(length))
+
+
+# Fake values, each in the shape of its kind; the prefixes are split so that the source holds
+# no secret-shaped string either.
+FAKE_SECRETS = {
+    "github_token": "gh" + "p_" + _fake("github", _ALNUM, 36),
+    "aws_key_id": "AK" + "IA" + _fake("aws", string.ascii_uppercase + string.digits, 16),
+    "stripe_webhook_secret": "wh" + "sec_" + _fake("stripe", _ALNUM, 32),
+    "aliyun_access_key": "LT" + "AI5t" + _fake("aliyun", _ALNUM, 20),
+    "redis_password": "Rds#" + _fake("redis", _ALNUM, 10) + "!",
+    "db_password": "hunter2-" + _fake("db", _ALNUM, 10),
+}
+
+
+def fill_secrets(text: str) -> str:
+    """`text` with every {{secret:NAME}} placeholder replaced by its fake value."""
+    return _SECRET_PLACEHOLDER.sub(lambda m: FAKE_SECRETS[m.group(1)], text)
+
+
+def secrets_of(text: str) -> list[str]:
+    """The fake values that the placeholders in `text` stand for."""
+    return [FAKE_SECRETS[name] for name in dict.fromkeys(_SECRET_PLACEHOLDER.findall(text))]
+
+
+@dataclass
+class Session:
+    name: str
+    language: str
+    split: str  # "dev" (written alongside the rules) or "holdout" (written after, never tuned on)
+    records: list[SourceRecord]
+    planted: list[dict[str, Any]]
+    distractors: list[dict[str, Any]]
+    secrets: list[str]  # the fake secret values the session contains
+
+
+@dataclass
+class SessionScore:
+    name: str
+    language: str
+    split: str
+    predicted: list[ExtractedMemory]
+    planted: list[dict[str, Any]]
+    matches: dict[int, int]  # predicted index → planted index
+    distractor_hits: list[tuple[int, dict[str, Any]]]  # (predicted index, distractor)
+
+    @property
+    def misses(self) -> list[dict[str, Any]]:
+        matched = set(self.matches.values())
+        return [p for i, p in enumerate(self.planted) if i not in matched]
+
+    @property
+    def false_positives(self) -> list[ExtractedMemory]:
+        return [m for i, m in enumerate(self.predicted) if i not in self.matches]
+
+
+@dataclass
+class Tally:
+    tp: int = 0
+    predicted: int = 0
+    planted: int = 0
+
+    @property
+    def precision(self) -> float:
+        return self.tp / self.predicted if self.predicted else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp_planted / self.planted if self.planted else 1.0
+
+    tp_planted: int = 0
+
+
+@dataclass
+class Report:
+    sessions: list[SessionScore]
+    overall: Tally = field(default_factory=Tally)
+    by_kind: dict[str, Tally] = field(default_factory=dict)
+    by_rule: dict[str, Tally] = field(default_factory=dict)
+    by_language: dict[str, Tally] = field(default_factory=dict)
+    by_split: dict[str, Tally] = field(default_factory=dict)
+    distractor_hits: int = 0
+    subcategory_agree: int = 0
+    subcategory_compared: int = 0
+
+
+def load_corpus(directory: Path = CORPUS) -> list[Session]:
+    sessions = []
+    for path in sorted(directory.glob("*.jsonl")):
+        raw = path.read_text(encoding="utf-8")
+        rows = [json.loads(fill_secrets(line)) for line in raw.splitlines() if line]
+        for row in rows:
+            record_from_dict(row)  # the corpus must be valid MewCode records
+        sidecar = path.with_suffix(".expected.json").read_text(encoding="utf-8")
+        expected = json.loads(fill_secrets(sidecar))
+        sessions.append(
+            Session(
+                name=path.stem,
+                language=expected["language"],
+                split=expected.get("split", "dev"),
+                records=source_records(rows),
+                planted=expected["planted"],
+                distractors=expected["distractors"],
+                secrets=secrets_of(raw),
+            )
+        )
+    return sessions
+
+
+def _matches(memory: ExtractedMemory, planted: dict[str, Any]) -> bool:
+    content = memory.content.lower()
+    return memory.kind == planted["kind"] and all(
+        s.lower() in content for s in planted["must_contain"]
+    )
+
+
+def _max_matching(
+    predicted: Sequence[ExtractedMemory], planted: Sequence[dict[str, Any]]
+) -> dict[int, int]:
+    """Maximum bipartite matching (Kuhn's algorithm): predicted index → planted index."""
+    edges = {
+        i: [j for j, p in enumerate(planted) if _matches(m, p)] for i, m in enumerate(predicted)
+    }
+    owner: dict[int, int] = {}  # planted index → predicted index
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j in edges[i]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if j not in owner or augment(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    for i in range(len(predicted)):
+        augment(i, set())
+    return {i: j for j, i in owner.items()}
+
+
+def score_session(session: Session) -> SessionScore:
+    predicted = extract(session.records)
+    hits = []
+    for i, memory in enumerate(predicted):
+        content = memory.content.lower()
+        for distractor in session.distractors:
+            if all(s.lower() in content for s in distractor["must_not_contain"]):
+                hits.append((i, distractor))
+    return SessionScore(
+        name=session.name,
+        language=session.language,
+        split=session.split,
+        predicted=predicted,
+        planted=session.planted,
+        matches=_max_matching(predicted, session.planted),
+        distractor_hits=hits,
+    )
+
+
+def score(sessions: Sequence[Session]) -> Report:
+    report = Report(sessions=[score_session(s) for s in sessions])
+    for result in report.sessions:
+        buckets = [
+            report.overall,
+            report.by_language.setdefault(result.language, Tally()),
+            report.by_split.setdefault(result.split, Tally()),
+        ]
+        for bucket in buckets:
+            bucket.predicted += len(result.predicted)
+            bucket.planted += len(result.planted)
+            bucket.tp += len(result.matches)
+            bucket.tp_planted += len(result.matches)
+        for i, memory in enumerate(result.predicted):
+            kind = report.by_kind.setdefault(memory.kind, Tally())
+            rule = report.by_rule.setdefault(memory.rule or "?", Tally())
+            kind.predicted += 1
+            rule.predicted += 1
+            if i in result.matches:
+                kind.tp += 1
+                rule.tp += 1
+                planted = result.planted[result.matches[i]]
+                if memory.kind == "project" and planted.get("subcategory"):
+                    report.subcategory_compared += 1
+                    report.subcategory_agree += memory.subcategory == planted["subcategory"]
+        for j, planted in enumerate(result.planted):
+            kind = report.by_kind.setdefault(planted["kind"], Tally())
+            kind.planted += 1
+            kind.tp_planted += j in result.matches.values()
+        report.distractor_hits += len(result.distractor_hits)
+    return report
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+def render(report: Report, *, details: bool = False) -> str:
+    o = report.overall
+    langs: Counter[str] = Counter(s.language for s in report.sessions)
+    out = [
+        f"Offline extractor on the corpus: {len(report.sessions)} sessions "
+        f"({', '.join(f'{n} {lang}' for lang, n in sorted(langs.items()))}), "
+        f"{sum(len(s.planted) for s in report.sessions)} planted memories; "
+        f"{sum(1 for s in report.sessions if s.split == 'holdout')} sessions are a held-out split "
+        "written after the rules and never tuned on.",
+        "",
+        "| scope | predicted | planted | true positives | precision | recall |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| overall | {o.predicted} | {o.planted} | {o.tp} | {_pct(o.precision)} | "
+        f"{_pct(o.recall)} |",
+    ]
+    for split, t in sorted(report.by_split.items()):
+        out.append(
+            f"| split: {split} | {t.predicted} | {t.planted} | {t.tp} | "
+            f"{_pct(t.precision)} | {_pct(t.recall)} |"
+        )
+    for lang, t in sorted(report.by_language.items()):
+        out.append(
+            f"| language: {lang} | {t.predicted} | {t.planted} | {t.tp} | "
+            f"{_pct(t.precision)} | {_pct(t.recall)} |"
+        )
+    out += [
+        "",
+        f"Distractor hits: {report.distractor_hits}. Project subcategory agreement on matches: "
+        f"{report.subcategory_agree}/{report.subcategory_compared}.",
+        "",
+        "| kind | predicted | true positives | precision | planted | found | recall |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for kind, t in sorted(report.by_kind.items()):
+        precision = _pct(t.precision) if t.predicted else "–"
+        recall = _pct(t.recall) if t.planted else "–"
+        out.append(
+            f"| {kind} | {t.predicted} | {t.tp} | {precision} | {t.planted} | {t.tp_planted} | "
+            f"{recall} |"
+        )
+    out += ["", "| rule | predicted | true positives | precision |", "|---|---:|---:|---:|"]
+    for rule, t in sorted(report.by_rule.items()):
+        out.append(f"| {rule} | {t.predicted} | {t.tp} | {_pct(t.precision)} |")
+    if details:
+        out += ["", "Misses:", ""]
+        for result in report.sessions:
+            for planted in result.misses:
+                note = f" — {planted['note']}" if planted.get("note") else ""
+                out.append(f"- {result.name}: {planted['kind']} {planted['must_contain']}{note}")
+        out += ["", "False positives:", ""]
+        for result in report.sessions:
+            for memory in result.false_positives:
+                out.append(f"- {result.name}: [{memory.kind}/{memory.rule}] {memory.content}")
+        out += ["", "Distractor hits:", ""]
+        for result in report.sessions:
+            for i, distractor in result.distractor_hits:
+                out.append(
+                    f"- {result.name}: {distractor['must_not_contain']} in "
+                    f"{result.predicted[i].content!r}"
+                )
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--details", action="store_true", help="list misses and false positives")
+    parser.add_argument("--json", type=Path, help="also write the numbers as JSON")
+    args = parser.parse_args(argv)
+    report = score(load_corpus())
+    print(render(report, details=args.details))
+    if args.json:
+        data = {
+            "precision": report.overall.precision,
+            "recall": report.overall.recall,
+            "predicted": report.overall.predicted,
+            "planted": report.overall.planted,
+            "true_positives": report.overall.tp,
+            "distractor_hits": report.distractor_hits,
+            "by_split": {
+                k: {"precision": t.precision, "recall": t.recall}
+                for k, t in report.by_split.items()
+            },
+            "by_kind": {
+                k: {
+                    "precision": t.precision,
+                    "recall": t.recall,
+                    "predicted": t.predicted,
+                    "planted": t.planted,
+                }
+                for k, t in report.by_kind.items()
+            },
+            "by_rule": {
+                r: {"precision": t.precision, "predicted": t.predicted}
+                for r, t in report.by_rule.items()
+            },
+        }
+        args.json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
