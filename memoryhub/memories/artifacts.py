@@ -27,6 +27,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from accounts.actors import Actor
+from memoryhub.core import redaction
 from memoryhub.core.services import audit_record
 from memoryhub.memories.models import BankArtifact
 from projects.models import Project
@@ -223,6 +224,7 @@ def artifact_put(
     except ValidationError as exc:
         raise ValidationError({"path": exc.messages}) from None
     _check_content(content)
+    content = redaction.redact(content)[0]  # secrets never reach an artifact, whoever writes
     digest = content_digest(content)
     artifact = BankArtifact.objects.select_for_update().filter(project=project, path=path).first()
     if artifact is None:

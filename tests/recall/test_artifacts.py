@@ -254,3 +254,15 @@ def test_invalid_memory_uris_are_rejected(alice_client: APIClient, uri: str) -> 
     # DRF's CharField refuses NUL itself (validation_error); the rest are ours.
     assert error["code"] == ("validation_error" if "\0" in uri else "invalid_uri")
     assert error["details"]["uri"]
+
+
+def test_secrets_never_reach_an_artifact(alice_client: APIClient) -> None:
+    secret = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"
+    response = alice_client.put(
+        "/api/v1/projects/alpha/artifacts/MEMORY.md",
+        {"content": f"# Memory\n- token {secret}\n"},
+        format="json",
+    )
+    assert response.status_code in (200, 201), response.content
+    stored = BankArtifact.objects.get(path="MEMORY.md").content
+    assert secret not in stored and "[REDACTED]" in stored
