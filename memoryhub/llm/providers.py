@@ -12,15 +12,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, cast
-
-import anthropic
-import openai
-from anthropic.types import TextBlock
-from openai.types.chat import ChatCompletion
+from typing import TYPE_CHECKING, Any, cast
 
 from memoryhub.llm.config import OFFLINE, ResolvedConfig
 from memoryhub.llm.errors import LlmError, LlmTimeout, LlmUnavailable
+
+if TYPE_CHECKING:
+    # The SDKs are imported where they are used: they cost every process ~80 MB and a long
+    # full garbage collection, and a bank on the offline provider never needs them.
+    import anthropic
+    import openai
 
 Messages = list[dict[str, str]]
 
@@ -74,6 +75,8 @@ def _offline(messages: Messages, offline: Callable[[], str]) -> ProviderReply:
 # The timeout is passed per request, so projects and callers with other timeouts share them.
 @lru_cache(maxsize=32)
 def _openai_client(base_url: str, api_key: str, max_retries: int) -> openai.OpenAI:
+    import openai
+
     return openai.OpenAI(
         base_url=base_url or OPENAI_DEFAULT_BASE_URL,
         api_key=api_key or NO_KEY,
@@ -83,6 +86,8 @@ def _openai_client(base_url: str, api_key: str, max_retries: int) -> openai.Open
 
 @lru_cache(maxsize=32)
 def _anthropic_client(base_url: str, api_key: str, max_retries: int) -> anthropic.Anthropic:
+    import anthropic
+
     return anthropic.Anthropic(
         base_url=base_url or ANTHROPIC_DEFAULT_BASE_URL,
         api_key=api_key or NO_KEY,
@@ -91,6 +96,9 @@ def _anthropic_client(base_url: str, api_key: str, max_retries: int) -> anthropi
 
 
 def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> ProviderReply:
+    import openai
+    from openai.types.chat import ChatCompletion
+
     client = _openai_client(config.base_url, config.api_key, config.max_retries)
     # OpenAI's own API rejects max_tokens for its reasoning models; compatible servers
     # (DeepSeek, Ollama, vLLM, llama.cpp) all understand max_tokens.
@@ -121,6 +129,9 @@ def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> Prov
 
 
 def _anthropic(config: ResolvedConfig, messages: Messages, max_tokens: int) -> ProviderReply:
+    import anthropic
+    from anthropic.types import TextBlock
+
     client = _anthropic_client(config.base_url, config.api_key, config.max_retries)
     system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
     turns = [m for m in messages if m["role"] != "system"]

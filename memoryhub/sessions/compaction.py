@@ -152,8 +152,34 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+def previous_sections(continuation: str) -> dict[int, str]:
+    """The sections of the summary inside a continuation message (our own nine-section
+    format), so a second compaction carries them forward instead of nesting them."""
+    body = extract_summary(continuation[len(CONTINUATION_HEADER) :].removesuffix(TAIL_NOTE))
+    sections: dict[int, str] = {}
+    for i, title in enumerate(SECTION_TITLES, 1):
+        head = f"{i}. {title}\n"
+        start = body.find(head)
+        if start < 0:
+            continue
+        start += len(head)
+        end = body.find(f"\n\n{i + 1}. {SECTION_TITLES[i]}\n", start) if i < 9 else -1
+        sections[i] = body[start : end if end >= 0 else len(body)].strip()
+    return sections
+
+
+def _bullet_items(section: str) -> list[str]:
+    return [line[2:] for line in section.splitlines() if line.startswith("- ")]
+
+
 def offline_summary(messages: Sequence[Message]) -> str:
-    """The nine sections filled from the transcript alone, deterministically (no LLM)."""
+    """The nine sections filled from the transcript alone, deterministically (no LLM).
+
+    After an earlier compaction the prefix starts with its summary: its request, user
+    messages, files, tools and errors are carried forward once, so summaries grow with the
+    conversation, not with the number of compactions.
+    """
+    previous: dict[int, str] = {}
     user_texts: list[str] = []
     assistant_texts: list[str] = []
     files: list[str] = []
@@ -169,6 +195,9 @@ def offline_summary(messages: Sequence[Message]) -> str:
                     errors.append(first[0][:300])
             continue
         text = text_of(content)
+        if message.get("role") == "user" and text.startswith(CONTINUATION_HEADER):
+            previous = previous_sections(text)
+            continue
         files.extend(_PATH.findall(text))
         if message.get("role") == "user":
             if text.strip():
@@ -188,13 +217,20 @@ def offline_summary(messages: Sequence[Message]) -> str:
     pending = [
         line.strip() for text in user_texts for line in text.splitlines() if _TODO.match(line)
     ]
+    earlier_users = previous.get(6, "")
+    if earlier_users == "(none)":
+        earlier_users = ""
+    numbered = sum(1 for line in earlier_users.splitlines() if re.match(r"^\d+\. ", line))
+    new_users = "\n".join(f"{i}. {t}" for i, t in enumerate(user_texts, numbered + 1))
     sections = [
-        user_texts[0] if user_texts else "(no user request recorded)",
-        _bullets(_unique([t for t in tools if t]), "(no tools used)"),
-        _bullets(_unique(files)),
-        _bullets(_unique(errors), "(no errors seen)"),
+        previous.get(1) or (user_texts[0] if user_texts else "(no user request recorded)"),
+        _bullets(
+            _unique(_bullet_items(previous.get(2, "")) + [t for t in tools if t]), "(no tools used)"
+        ),
+        _bullets(_unique(_bullet_items(previous.get(3, "")) + files)),
+        _bullets(_unique(_bullet_items(previous.get(4, "")) + errors), "(no errors seen)"),
         _bullets([t[:500] for t in assistant_texts[-3:]], "(no assistant conclusions)"),
-        "\n".join(f"{i}. {text}" for i, text in enumerate(user_texts, 1)) or "(none)",
+        "\n".join(p for p in (earlier_users, new_users) if p) or "(none)",
         _bullets(_unique(pending), "(none recorded)"),
         (assistant_texts[-1][:1500] if assistant_texts else "(none)")
         + ("\nCommands run:\n" + _bullets(_unique(commands)[-10:]) if commands else ""),

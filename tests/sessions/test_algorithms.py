@@ -187,3 +187,33 @@ def test_token_estimate_counts_text_tool_inputs_and_results() -> None:
     messages = records_to_messages([tool_call("t1", command="x" * 100), result("t1", "y" * 250)])
     expected = len("Running Bash.") + len("Bash") + len('{"command": "' + "x" * 100 + '"}') + 250
     assert estimate_tokens(messages) == int(expected / 3.5)
+
+
+def test_a_second_offline_compaction_carries_the_first_summary_forward_once() -> None:
+    first = compaction.extract_summary(
+        compaction.offline_summary(
+            records_to_messages(
+                [
+                    RecordInput(type="user", content="Build the importer for app/importers.py"),
+                    tool_call("t1", "Bash", command="pytest -q"),
+                    result("t1", "ImportError: no module named x", error=True),
+                    RecordInput(type="assistant", content="Fixed the import."),
+                ]
+            )
+        )
+    )
+    continuation = {"role": "user", "content": compaction.CONTINUATION_HEADER + first}
+    second = compaction.extract_summary(
+        compaction.offline_summary(
+            [
+                continuation,
+                {"role": "user", "content": "Now add tests for app/importers.py"},
+                {"role": "assistant", "content": "Added tests."},
+            ]
+        )
+    )
+    assert second.count("Build the importer for app/importers.py") == 2  # sections 1 and 6
+    assert "1. Build the importer for app/importers.py\n2. Now add tests" in second
+    assert "ImportError: no module named x" in second and "- pytest -q" not in second
+    assert compaction.CONTINUATION_HEADER not in second
+    assert len(second) < 2 * len(first)
