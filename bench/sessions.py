@@ -1,0 +1,1314 @@
+"""Benchmark of the sessions API on PostgreSQL, through real HTTP.
+
+    bench/pg.sh                                       # a throwaway PostgreSQL (as root)
+    export BENCH_DATABASE_URL=$(bench/pg.sh url)
+    .venv/bin/python bench/sessions.py [--quick] [--json FILE]
+
+What it does: creates a fresh database memoryhub_bench_<random> on the server named by
+BENCH_DATABASE_URL (or DATABASE_URL), migrates it, starts `gunicorn memoryhub.wsgi --workers 2`
+on a free loopback port, and measures append (1 and 100 records per request), resume of a
+10,000-record session with compact boundaries, and the import of a 50 MB Claude Code
+transcript. It prints a Markdown table; the database, the server and the temp dirs are removed
+at the end, also on failure or Ctrl-C.
+
+The server runs with production defaults (DEBUG off, sync workers, DATABASE_CONN_MAX_AGE 60);
+inherited LLM_*, SESSION_*, API_*, broker and DEBUG variables are dropped so that a developer's
+shell cannot change what is measured, and compaction uses the offline summariser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import FrameType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import psycopg
+from psycopg import sql
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent  # the venv's bin/: gunicorn lives next to its python
+MiB = 1024 * 1024
+PROJECT = "bench"
+OWNER = "bench"
+WORKERS = 2
+# The import of a large transcript is one long request; gunicorn's default (30 s, which
+# `make run` and the Docker image use) would kill the worker mid-import. We raise it so the
+# number exists, and flag any request that would not have survived the default.
+GUNICORN_TIMEOUT_S = 600
+DEFAULT_GUNICORN_TIMEOUT_S = 30
+CONTEXT_WINDOW = 200_000
+# Above this share of the CPUs busy with other processes, a phase's numbers get a warning.
+CONTENDED_SHARE = 0.10
+# Inherited variables that would change what is measured (see the module docstring).
+DROPPED_ENV_PREFIXES = ("LLM_", "SESSION_", "API_", "CELERY_", "REDIS_", "DATABASE_")
+DROPPED_ENV = {"DEBUG", "MEMORYHUB_VAR_DIR"}
+
+NO_DATABASE_HELP = """\
+bench/sessions.py needs a PostgreSQL server on which it may CREATE DATABASE.
+Start a throwaway one (as root; installs Debian's postgresql package if needed):
+
+    bench/pg.sh
+    export BENCH_DATABASE_URL=$(bench/pg.sh url)
+    .venv/bin/python bench/sessions.py
+    bench/pg.sh stop
+
+or point BENCH_DATABASE_URL (or DATABASE_URL) at any postgres://user:password@host:port/db
+whose user has CREATEDB. A database memoryhub_bench_<random> is created there and dropped
+at the end."""
+
+
+class BenchError(RuntimeError):
+    """Something the benchmark cannot measure around: a failed step or an unexpected answer."""
+
+
+# --- Scale -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scale:
+    single_appends: int = 500
+    batch_appends: int = 100
+    batch_size: int = 100
+    resume_records: int = 10_000
+    build_batch: int = 250  # records per append while building the resume session
+    compactions: int = 3
+    resume_calls: int = 30
+    import_bytes: int = 50 * MiB
+
+    def quick(self) -> Scale:
+        """10× smaller: checks the script, measures nothing worth quoting."""
+        return Scale(
+            single_appends=self.single_appends // 10,
+            batch_appends=self.batch_appends // 10,
+            batch_size=self.batch_size,
+            resume_records=self.resume_records // 10,
+            build_batch=self.build_batch,
+            compactions=self.compactions,  # still ≥ 3 boundaries: that code path is the point
+            resume_calls=max(3, self.resume_calls // 10),
+            import_bytes=self.import_bytes // 10,
+        )
+
+
+# --- Synthetic transcripts ---------------------------------------------------------------------
+
+_WORD_LIST = (
+    "stock item expiry prune batch order invoice warehouse shelf supplier report cache queue "
+    "retry index ledger audit quota sync export parcel route carrier label manifest"
+)
+_WORDS = tuple(_WORD_LIST.split())
+_CODE_TEMPLATES = (
+    "from {a}.models import {A}{B}",
+    "class {A}{B}(models.Model):",
+    "    {a}_{b} = models.CharField(max_length={n}, blank=True)",
+    "    {a}_count = models.PositiveIntegerField(default={n})",
+    "def {a}_{b}(queryset, *, dry_run: bool = False) -> int:",
+    "    count = queryset.filter({a}__lt={n}).count()",
+    "    if dry_run:",
+    "        return count",
+    "    return {A}{B}.objects.filter(pk__in=ids).update({b}={n})",
+    '    """Return the {a} rows whose {b} has passed."""',
+    "tests/test_{a}.py::test_{b}_{n} PASSED                                   [ {p}%]",
+    "FAILED tests/test_{a}.py::test_{b} - AssertionError: assert {n} == {p}",
+    '  File "/home/dev/src/{a}-api/{b}/services.py", line {n}, in {a}_{b}',
+    "2026-02-18 09:12:{p:02d},402 INFO {a}.tasks processed {n} {b} rows in 0.0{p}s",
+    "diff --git a/{a}/{b}.py b/{a}/{b}.py",
+    '+        parser.add_argument("--{a}-{b}", action="store_true")',
+    "-        {A}.objects.{b}().delete()",
+    "drwxr-xr-x  5 dev dev  {n} Feb 18 09:10 {a}_{b}",
+    "{a}/{b}.py:{n}:{p}: E501 line too long ({n} > 100 characters)",
+    "    assert response.status_code == 200, response.content  # {a} {b}",
+    "",
+)
+_USER_PROMPTS = (
+    "Add a --dry-run flag to `manage.py prune_{a}` that lists what would be deleted.",
+    "The {a} export is slow for big warehouses; find out why and fix it.",
+    "Run the {b} tests and fix whatever fails.",
+    "Rename {A}{B} to {B}{A} everywhere, including the migrations and the docs.",
+    "Why does `{a}_{b}` return {n} rows when I expect {p}? Check the query.",
+    "Add pagination to the {a} list endpoint (page size {p}) and a test for it.",
+)
+_TOOLS = ("Read", "Bash", "Grep", "Edit")
+
+
+class Corpus:
+    """A megabyte or so of varied code/log lines; tool outputs are slices of it.
+
+    Slices, not fresh text per output, keep generating 50 MB fast; random identifiers and
+    numbers keep each output about as compressible as real code (PostgreSQL TOAST-compresses
+    large values, so repetitive filler would flatter the database).
+    """
+
+    def __init__(self, rng: random.Random, size: int = MiB) -> None:
+        lines: list[str] = []
+        total = 0
+        while total < size:
+            line = _fill(rng.choice(_CODE_TEMPLATES), rng)
+            lines.append(line)
+            total += len(line) + 1
+        self.plain = "\n".join(lines)
+        # Read output: Claude Code's "   12→line" numbering.
+        self.numbered = "\n".join(f"{i:6}\u2192{line}" for i, line in enumerate(lines, 1))
+
+    def slice(self, rng: random.Random, chars: int, numbered: bool) -> str:
+        text = self.numbered if numbered else self.plain
+        chars = min(chars, len(text) - 1)
+        start = rng.randrange(len(text) - chars)
+        return text[start : start + chars]
+
+
+def _fill(template: str, rng: random.Random) -> str:
+    a, b = rng.choice(_WORDS), rng.choice(_WORDS)
+    return template.format(
+        a=a, b=b, A=a.capitalize(), B=b.capitalize(), n=rng.randint(1, 9999), p=rng.randint(0, 99)
+    )
+
+
+@dataclass
+class TranscriptFactory:
+    """Turns of a coding-agent session as MewCode records (the append API's wire shape):
+    a user prompt, 1–4 assistant tool calls each answered by a tool_result of a few KB (every
+    `big_every`-th a 60 KB output, which resume trimming persists), then an assistant answer.
+    """
+
+    rng: random.Random
+    corpus: Corpus
+    big_every: int = 150
+    big_chars: int = 60_000
+    seq: int = 0
+    tool_results: int = 0
+    clock: datetime = field(default_factory=lambda: datetime(2026, 2, 18, 9, 0, tzinfo=UTC))
+
+    def turn(self) -> list[dict[str, Any]]:
+        rng = self.rng
+        records = [self._record("user", _fill(rng.choice(_USER_PROMPTS), rng))]
+        for _ in range(rng.randint(1, 4)):
+            tool_id = f"toolu_{rng.getrandbits(80):020x}"
+            name, tool_input = self._tool_call()
+            blocks = [
+                {"type": "text", "text": _fill("Let me look at {a}/{b}.py first.", rng)},
+                {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input},
+            ]
+            records.append(self._record("assistant", blocks))
+            is_error = rng.random() < 0.05
+            output = self._output(numbered=name == "Read", is_error=is_error)
+            records.append(
+                self._record("tool_result", output, tool_use_id=tool_id, is_error=is_error)
+            )
+        answer = _fill("Done: {a}_{b} now handles {n} rows; the {b} tests pass.", rng)
+        records.append(self._record("assistant", answer))
+        return records
+
+    def records(self, count: int) -> list[dict[str, Any]]:
+        """At least `count` records of whole turns, cut to exactly `count`."""
+        out: list[dict[str, Any]] = []
+        while len(out) < count:
+            out.extend(self.turn())
+        return out[:count]
+
+    def _tool_call(self) -> tuple[str, dict[str, Any]]:
+        rng = self.rng
+        name = rng.choice(_TOOLS)
+        path = _fill("/home/dev/src/{a}-api/{b}/services.py", rng)
+        if name == "Bash":
+            return name, {"command": _fill("python -m pytest tests/test_{a}.py -x -q", rng)}
+        if name == "Grep":
+            return name, {"pattern": _fill("def {a}_", rng), "path": path}
+        if name == "Edit":
+            old, new = _fill("{a}_{b}", rng), _fill("{b}_{a}", rng)
+            return name, {"file_path": path, "old_string": old, "new_string": new}
+        return name, {"file_path": path}
+
+    def _output(self, *, numbered: bool, is_error: bool) -> str:
+        self.tool_results += 1
+        if is_error:
+            return "Exit code 1\n" + self.corpus.slice(self.rng, self.rng.randint(200, 1500), False)
+        big = self.tool_results % self.big_every == 0
+        chars = self.big_chars if big else self.rng.randint(500, 6000)
+        return self.corpus.slice(self.rng, chars, numbered)
+
+    def _record(self, kind: str, content: Any, **extra: Any) -> dict[str, Any]:
+        self.seq += 1
+        self.clock += timedelta(seconds=self.rng.randint(1, 20))
+        return {
+            "type": kind,
+            "content": content,
+            "timestamp": self.clock.isoformat(),
+            "seq": self.seq,
+            **extra,
+        }
+
+
+@dataclass
+class GeneratedTranscript:
+    path: Path
+    bytes: int
+    lines: int
+    records: int  # what the importer must produce: the check on the import's answer
+    seconds: float
+
+
+def write_claude_code_transcript(
+    path: Path, target_bytes: int, factory: TranscriptFactory
+) -> GeneratedTranscript:
+    """A Claude Code transcript of at least `target_bytes`, built from the factory's turns.
+
+    Line shapes as Claude Code writes them (tests/sessions/fixtures/claude_code_session.jsonl):
+    summary lines at the top, a file-history-snapshot before each prompt, one assistant line
+    per content block sharing message.id, tool results as user lines with toolUseResult.
+    Each turn record maps to exactly one imported record, so the expected count is known.
+    """
+    started = time.perf_counter()
+    rng = factory.rng
+    session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    writer = _ClaudeCodeWriter(rng, session_id)
+    written = lines = records = 0
+    with path.open("wb") as out:
+
+        def emit(obj: dict[str, Any]) -> None:
+            nonlocal written, lines
+            data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+            out.write(data)
+            written += len(data)
+            lines += 1
+
+        for title in ("Prune command tweaks", "Add a dry-run flag to prune_stock"):
+            emit({"type": "summary", "summary": title, "leafUuid": writer.new_uuid()})
+        while written < target_bytes:
+            turn = factory.turn()
+            records += len(turn)
+            for obj in writer.turn_lines(turn):
+                emit(obj)
+    return GeneratedTranscript(path, written, lines, records, time.perf_counter() - started)
+
+
+class _ClaudeCodeWriter:
+    def __init__(self, rng: random.Random, session_id: str) -> None:
+        self.rng = rng
+        self.session_id = session_id
+        self.parent: str | None = None
+        self.messages = 0
+
+    def new_uuid(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def turn_lines(self, turn: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        tool_inputs: dict[str, dict[str, Any]] = {}
+        for record in turn:
+            ts = record["timestamp"].replace("+00:00", "Z")
+            if record["type"] == "user":
+                message_id = self.new_uuid()
+                yield {
+                    "type": "file-history-snapshot",
+                    "messageId": message_id,
+                    "snapshot": {
+                        "messageId": message_id,
+                        "trackedFileBackups": {},
+                        "timestamp": ts,
+                    },
+                    "isSnapshotUpdate": False,
+                }
+                yield self._line("user", {"role": "user", "content": record["content"]}, ts)
+            elif record["type"] == "assistant":
+                yield from self._assistant_lines(record, ts, tool_inputs)
+            else:
+                yield self._tool_result_line(record, ts, tool_inputs)
+
+    def _assistant_lines(
+        self, record: dict[str, Any], ts: str, tool_inputs: dict[str, dict[str, Any]]
+    ) -> Iterator[dict[str, Any]]:
+        content = record["content"]
+        blocks: list[dict[str, Any]] = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else content
+        )
+        if self.rng.random() < 0.3:  # a thinking block, on a line of its own like the others
+            thought = _fill("The {a} query probably misses an index on {b}.", self.rng)
+            thinking = {"type": "thinking", "thinking": thought, "signature": "EqQBCkYIBxgC"}
+            blocks = [thinking, *blocks]
+        self.messages += 1
+        message_id = f"msg_{self.messages:08d}"
+        request_id = f"req_{self.rng.getrandbits(64):016x}"
+        for block in blocks:
+            if block["type"] == "tool_use":
+                tool_inputs[block["id"]] = {"name": block["name"], **block["input"]}
+            message = {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "content": [block],
+                "stop_reason": "tool_use" if block["type"] == "tool_use" else None,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": 4,
+                    "cache_creation_input_tokens": 2311,
+                    "cache_read_input_tokens": 14022,
+                    "output_tokens": self.rng.randint(9, 400),
+                    "service_tier": "standard",
+                },
+            }
+            line = self._line("assistant", message, ts)
+            line["requestId"] = request_id
+            yield line
+
+    def _tool_result_line(
+        self, record: dict[str, Any], ts: str, tool_inputs: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        tool_id = record["tool_use_id"]
+        block = {
+            "tool_use_id": tool_id,
+            "type": "tool_result",
+            "content": record["content"],
+            "is_error": record["is_error"],
+        }
+        line = self._line("user", {"role": "user", "content": [block]}, ts)
+        called = tool_inputs.get(tool_id, {})
+        # Claude Code repeats the output in toolUseResult; the importer must read past it.
+        if called.get("name") == "Read":
+            line["toolUseResult"] = {
+                "type": "text",
+                "file": {
+                    "filePath": called.get("file_path", ""),
+                    "content": record["content"],
+                    "numLines": record["content"].count("\n") + 1,
+                    "startLine": 1,
+                    "totalLines": record["content"].count("\n") + 1,
+                },
+            }
+        else:
+            line["toolUseResult"] = {
+                "stdout": record["content"],
+                "stderr": "",
+                "interrupted": False,
+                "isImage": False,
+            }
+        return line
+
+    def _line(self, kind: str, message: dict[str, Any], ts: str) -> dict[str, Any]:
+        uid = self.new_uuid()
+        line = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": "/home/dev/src/inventory-api",
+            "sessionId": self.session_id,
+            "version": "2.1.37",
+            "gitBranch": "feature/dry-run",
+            "type": kind,
+            "message": message,
+            "uuid": uid,
+            "timestamp": ts,
+        }
+        self.parent = uid
+        return line
+
+
+# --- Measuring ---------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks; None when there is nothing to rank."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    low = math.floor(k)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def _proc_stat_fields(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (which may hold spaces)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def child_pids(parent: int) -> list[int]:
+    """psutil is not installed: scan /proc for processes whose ppid is `parent`."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _proc_stat_fields(int(entry.name))
+            if fields is not None and int(fields[1]) == parent:
+                children.append(int(entry.name))
+    return sorted(children)
+
+
+def cpu_seconds(pids: Sequence[int]) -> dict[int, float]:
+    """utime + stime of each live pid."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in pids:
+        fields = _proc_stat_fields(pid)
+        if fields is not None:
+            out[pid] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine spent busy (all CPUs), from /proc/stat."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _status_kib(pid: int | str, key: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def reset_peak_rss(pid: int | str) -> bool:
+    """Writing 5 to clear_refs resets VmHWM to the current RSS (Linux ≥ 4.0, as root/owner)."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+@dataclass
+class PhaseCost:
+    """What one phase cost, besides its latencies. RSS in MiB; CPU in seconds."""
+
+    wall_s: float = 0.0
+    server_peak_rss_mib: float | None = None  # max VmHWM over the gunicorn workers
+    server_rss_before_mib: float | None = None  # max VmRSS over the workers at the start
+    server_growth_mib: float | None = None  # max over workers of peak − RSS at the start
+    server_cpu_s: float | None = None  # gunicorn workers, user + system
+    db_cpu_s: float | None = None  # the bench database's PostgreSQL backends (local server only)
+    client_cpu_s: float = 0.0
+    # Busy CPU of everything else on the machine (other jobs, PostgreSQL's background
+    # processes): a large value means the numbers were taken on a shared, busy machine.
+    other_cpu_s: float | None = None
+    client_peak_rss_mib: float | None = None  # this process's VmHWM during the phase
+    peak_reset: bool = False  # False: VmHWM could not be reset, so it is the lifetime peak
+    workers_changed: bool = False  # a worker died or was replaced during the phase
+
+
+# --- Server, database, client ------------------------------------------------------------------
+
+
+def run_manage(env: dict[str, str], *args: str) -> str:
+    """`manage.py ARGS` with the bench environment; its stdout, or BenchError with both streams."""
+    command = [sys.executable, str(REPO / "manage.py"), *args]
+    done = subprocess.run(  # noqa: S603 — fixed argv, no shell
+        command, cwd=REPO, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise BenchError(
+            f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+        )
+    return done.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Database:
+    """The benchmark's own database on the given server: created fresh, dropped at the end."""
+
+    def __init__(self, admin_url: str) -> None:
+        parts = urlsplit(admin_url)
+        if parts.scheme not in ("postgres", "postgresql"):
+            raise BenchError(f"expected a postgres:// URL, got scheme {parts.scheme!r}")
+        self.admin_url = admin_url
+        self.name = f"memoryhub_bench_{uuid.uuid4().hex[:10]}"
+        self.url = urlunsplit(parts._replace(path="/" + self.name))
+        self.host = parts.hostname or ""
+        self.created = False
+
+    def create(self) -> None:
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
+        except psycopg.Error as exc:
+            raise BenchError(f"cannot create a database on {self.host}: {exc}") from exc
+        self.created = True
+
+    def drop(self) -> None:
+        if not self.created:
+            return
+        # FORCE ends connections gunicorn may still hold (PostgreSQL ≥ 13).
+        statement = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(statement.format(sql.Identifier(self.name)))
+        except psycopg.Error as exc:
+            # Do not mask the error that brought us here; say what is left behind instead.
+            print(f"bench: could not drop {self.name} ({exc}); drop it by hand", file=sys.stderr)
+            return
+        self.created = False
+
+    def facts(self) -> dict[str, str]:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            facts = {"version": str(_scalar(conn, "SELECT version()"))}
+            for setting in ("fsync", "synchronous_commit", "shared_buffers"):
+                facts[setting] = str(_scalar(conn, f"SHOW {setting}"))
+        return facts
+
+    def now(self, conn: psycopg.Connection[Any]) -> datetime:
+        when: datetime = _scalar(conn, "SELECT now()")
+        return when
+
+    def connections_since(self, conn: psycopg.Connection[Any], since: datetime) -> int:
+        """Connections to the bench database opened at `since` or later (not `conn`)."""
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s "
+            "AND pid <> pg_backend_pid() AND backend_start >= %s",
+            (self.name, since),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def backend_pids(self, conn: psycopg.Connection[Any]) -> list[int]:
+        """PIDs of the PostgreSQL backends serving the bench database, when the server runs
+        on this machine (pids of a remote server would name unrelated local processes)."""
+        if self.host not in ("127.0.0.1", "localhost", "::1", ""):
+            return []
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (self.name,),
+        ).fetchall()
+        return [pid for (pid,) in rows if _is_postgres(pid)]
+
+
+def _scalar(conn: psycopg.Connection[Any], query: str) -> Any:
+    row = conn.execute(query).fetchone()
+    return row[0] if row else None
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        return b"postgres" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+class Server:
+    """gunicorn in its own process group, so that stopping it ends every worker."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.env = env
+        self.port = free_port()
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60) -> None:
+        command = [
+            str(BIN / "gunicorn"),
+            "memoryhub.wsgi",
+            "--workers",
+            str(WORKERS),
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--timeout",
+            str(GUNICORN_TIMEOUT_S),
+            "--no-control-socket",  # else ~/.gunicorn/gunicorn.ctl, shared with `make run`
+        ]
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(  # noqa: S603 — fixed argv, no shell
+                command,
+                cwd=REPO,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BenchError(f"gunicorn exited {self.proc.returncode}:\n{self.log_tail()}")
+            if len(self.worker_pids()) == WORKERS and self._answers():
+                return
+            time.sleep(0.2)
+        raise BenchError(f"gunicorn did not answer within {timeout_s:.0f} s:\n{self.log_tail()}")
+
+    def _answers(self) -> bool:
+        try:
+            httpx.get(self.base_url + "/healthz", timeout=5)
+        except httpx.TransportError:
+            return False
+        return True  # any status: /healthz also checks the (absent) Celery worker
+
+    def recycle_workers(self, timeout_s: float = 60) -> None:
+        """Replace the workers by fresh ones: on SIGHUP gunicorn starts new workers, which
+        import the app anew (it is not preloaded), and stops the old ones gracefully."""
+        assert self.proc is not None
+        old = set(self.worker_pids())
+        os.kill(self.proc.pid, signal.SIGHUP)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BenchError(f"gunicorn exited {self.proc.returncode}:\n{self.log_tail()}")
+            pids = set(self.worker_pids())
+            if len(pids) == WORKERS and not pids & old and self._answers():
+                return
+            time.sleep(0.1)
+        raise BenchError(f"gunicorn did not replace its workers:\n{self.log_tail()}")
+
+    def worker_pids(self) -> list[int]:
+        return child_pids(self.proc.pid) if self.proc else []
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)  # pgid == pid: start_new_session
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=15)
+        # Whatever is left of the group (a hung master, or workers of a master that died).
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+
+
+class Api:
+    """The project's API over one httpx client (keep-alive; see the note on sync workers)."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        self.client = httpx.Client(
+            base_url=f"{base_url}/api/v1/projects/{PROJECT}/",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx.Timeout(GUNICORN_TIMEOUT_S + 60, connect=10),
+        )
+        self.slowest_s = 0.0
+
+    def call(
+        self, method: str, url: str, expect: int | tuple[int, ...], **kwargs: Any
+    ) -> tuple[httpx.Response, float]:
+        """One request; its response and seconds. Any other status raises with the body."""
+        started = time.perf_counter()
+        response = self.client.request(method, url, **kwargs)
+        elapsed = time.perf_counter() - started
+        self.slowest_s = max(self.slowest_s, elapsed)
+        allowed = (expect,) if isinstance(expect, int) else expect
+        if response.status_code not in allowed:
+            raise BenchError(
+                f"{method} {url}: HTTP {response.status_code}, expected {expect}:\n"
+                f"{response.text[:3000]}"
+            )
+        return response, elapsed
+
+    def post_json(self, url: str, body: bytes, expect: int) -> tuple[httpx.Response, float]:
+        # Bodies are encoded before timing, so latencies hold no client-side JSON work.
+        headers = {"Content-Type": "application/json"}
+        return self.call("POST", url, expect, content=body, headers=headers)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class Meter:
+    """Resets and reads peak RSS and CPU time of the server, the database and the client."""
+
+    def __init__(self, server: Server, db: Database, api: Api) -> None:
+        self.server = server
+        self.db = db
+        self.db_conn = psycopg.connect(db.url, autocommit=True)
+        self.warm_up = warm_up(api, db, self.db_conn)
+
+    @contextlib.contextmanager
+    def phase(self) -> Iterator[PhaseCost]:
+        """Fresh, warmed-up workers, then measure. Fresh because CPython rarely gives memory
+        back: a worker's RSS after one phase would hide the next phase's own peak."""
+        since = self.db.now(self.db_conn)
+        self.server.recycle_workers()
+        self.warm_up(since)
+        cost = PhaseCost()
+        workers = self.server.worker_pids()
+        rss = {pid: _status_kib(pid, "VmRSS") or 0 for pid in workers}
+        cost.server_rss_before_mib = max(rss.values()) / 1024 if rss else None
+        targets: list[int | str] = [*workers, "self"]
+        cost.peak_reset = all([reset_peak_rss(pid) for pid in targets])  # all, not the first
+        server_cpu = cpu_seconds(workers)
+        db_pids = self.db.backend_pids(self.db_conn)
+        db_cpu = cpu_seconds(db_pids)
+        client_cpu = time.process_time()
+        busy = machine_busy_seconds()
+        started = time.perf_counter()
+        yield cost
+        cost.wall_s = time.perf_counter() - started
+        cost.client_cpu_s = time.process_time() - client_cpu
+        busy = machine_busy_seconds() - busy
+        after = self.server.worker_pids()
+        cost.workers_changed = after != workers
+        peaks = {pid: _status_kib(pid, "VmHWM") or 0 for pid in after}
+        if any(peaks.values()):
+            cost.server_peak_rss_mib = max(peaks.values()) / 1024
+            growth = max(peak - rss.get(pid, 0) for pid, peak in peaks.items())
+            cost.server_growth_mib = growth / 1024
+        client_peak = _status_kib("self", "VmHWM")
+        cost.client_peak_rss_mib = client_peak / 1024 if client_peak else None
+        cost.server_cpu_s = _cpu_delta(server_cpu, cpu_seconds(after))
+        cost.db_cpu_s = _cpu_delta(db_cpu, cpu_seconds(self.db.backend_pids(self.db_conn)))
+        ours = (cost.server_cpu_s or 0) + (cost.db_cpu_s or 0) + cost.client_cpu_s
+        cost.other_cpu_s = max(0.0, busy - ours)
+
+    def close(self) -> None:
+        self.db_conn.close()
+
+
+def _cpu_delta(before: dict[int, float], after: dict[int, float]) -> float | None:
+    """CPU used between two samples; a process new since `before` counts from zero."""
+    if not after:
+        return None
+    return sum(value - before.get(pid, 0.0) for pid, value in after.items())
+
+
+# --- Phases ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    what: str
+    n: int
+    latencies_ms: list[float]
+    throughput: str
+    cost: PhaseCost | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def p50(self) -> float | None:
+        return percentile(self.latencies_ms, 0.50)
+
+    @property
+    def p95(self) -> float | None:
+        return percentile(self.latencies_ms, 0.95) if len(self.latencies_ms) > 1 else None
+
+
+def warm_up(api: Api, db: Database, conn: psycopg.Connection[Any]) -> Callable[[datetime], None]:
+    """Requests that make fresh workers load the app (Django imports every view on the first
+    request) and open their database connection, so a phase does not time a cold start.
+
+    Sequential requests may all land on one sync worker, so they go out concurrently (a busy
+    worker leaves the next to the other), until every worker has opened its connection.
+    """
+    session = create_session(api, "bench-warm-up")
+    body = json.dumps([{"type": "user", "content": "warm-up"}]).encode()
+
+    def touch(kind: int) -> None:
+        if kind % 3 == 0:
+            api.call("GET", "sessions/", 200)
+        elif kind % 3 == 1:
+            api.post_json(f"sessions/{session}/records/", body, 201)
+        else:
+            api.call("GET", f"sessions/{session}/resume/", 200)
+
+    def run(since: datetime) -> None:
+        with ThreadPoolExecutor(2 * WORKERS) as pool:
+            for _ in range(50):
+                list(pool.map(touch, range(6 * WORKERS)))
+                if db.connections_since(conn, since) >= WORKERS:
+                    return
+        raise BenchError("the warm-up requests did not reach every fresh gunicorn worker")
+
+    return run
+
+
+def create_session(api: Api, external_id: str) -> str:
+    response, _ = api.post_json("sessions/", json.dumps({"external_id": external_id}).encode(), 201)
+    session_id: str = response.json()["id"]
+    return session_id
+
+
+def append_batches(
+    api: Api, session: str, batches: Sequence[bytes], sizes: Sequence[int]
+) -> list[float]:
+    """POST each pre-encoded batch; checks that every record was created. Seconds each."""
+    latencies = []
+    for body, size in zip(batches, sizes, strict=True):
+        response, elapsed = api.post_json(f"sessions/{session}/records/", body, 201)
+        created = response.json()["created"]
+        if created != size:
+            raise BenchError(f"append created {created} records, expected {size}")
+        latencies.append(elapsed)
+    return latencies
+
+
+def bench_append(
+    api: Api, meter: Meter, factory: TranscriptFactory, requests: int, per_request: int
+) -> Result:
+    records = factory.records(requests * per_request)
+    chunks = [records[i : i + per_request] for i in range(0, len(records), per_request)]
+    bodies = [json.dumps(chunk).encode() for chunk in chunks]
+    session = create_session(api, f"bench-append-{per_request}")
+    with meter.phase() as cost:
+        latencies = append_batches(api, session, bodies, [len(c) for c in chunks])
+    noun = "record" if per_request == 1 else "records"
+    return Result(
+        what=f"append, {per_request} {noun}/request",
+        n=requests,
+        latencies_ms=[s * 1000 for s in latencies],
+        throughput=f"{len(records) / cost.wall_s:,.0f} records/s",
+        cost=cost,
+        extra={"records": len(records), "body_bytes": sum(map(len, bodies))},
+    )
+
+
+@dataclass
+class BuiltSession:
+    id: str
+    boundaries: list[int]
+    compact_ms: list[float]
+    summary_chars: list[int]
+    build_s: float
+    record_count: int
+
+
+def build_resume_session(api: Api, factory: TranscriptFactory, scale: Scale) -> BuiltSession:
+    """A session of exactly `resume_records` records (boundaries included), appended in
+    batches, compacted manually at evenly spaced turn ends so the last boundary leaves about
+    1/(compactions+1) of the session to replay."""
+    started = time.perf_counter()
+    session = create_session(api, "bench-resume")
+    regular = scale.resume_records - scale.compactions
+    turns: list[list[dict[str, Any]]] = []
+    total = 0
+    while total < regular:
+        turns.append(factory.turn())
+        total += len(turns[-1])
+    turns[-1] = turns[-1][: len(turns[-1]) - (total - regular)]  # cut to the exact count
+    # Compact after the turn whose end is nearest each k/(compactions+1) of the session.
+    ends = list(_cumulative(len(t) for t in turns))
+    step = regular / (scale.compactions + 1)
+    marks = {_nearest(ends, k * step) for k in range(1, scale.compactions + 1)}
+    if len(marks) < scale.compactions:
+        raise BenchError("the resume session is too short for that many compactions")
+    boundaries, compact_ms, summary_chars = [], [], []
+    pending: list[dict[str, Any]] = []
+    for index, turn in enumerate(turns):
+        pending.extend(turn)
+        if index in marks or index == len(turns) - 1:
+            _append_all(api, session, pending, scale.build_batch)  # compaction sees it all
+            pending = []
+        elif len(pending) >= scale.build_batch:
+            _append_all(api, session, pending[: scale.build_batch], scale.build_batch)
+            pending = pending[scale.build_batch :]
+        if index in marks:
+            body = json.dumps({"context_window": CONTEXT_WINDOW, "mode": "manual"}).encode()
+            response, elapsed = api.post_json(f"sessions/{session}/compact/", body, 201)
+            outcome = response.json()
+            if not outcome["compacted"]:
+                raise BenchError(f"manual compaction did not compact: {outcome}")
+            boundaries.append(outcome["boundary_index"])
+            compact_ms.append(elapsed * 1000)
+            summary_chars.append(len(outcome["summary"]))
+    response, _ = api.call("GET", f"sessions/{session}/", 200)
+    count = response.json()["record_count"]
+    if count != scale.resume_records:
+        raise BenchError(f"the resume session has {count} records, expected {scale.resume_records}")
+    return BuiltSession(
+        session, boundaries, compact_ms, summary_chars, time.perf_counter() - started, count
+    )
+
+
+def _nearest(values: Sequence[int], target: float) -> int:
+    """Index of the value nearest `target`."""
+    return min(range(len(values)), key=lambda i: abs(values[i] - target))
+
+
+def _cumulative(values: Iterable[int]) -> Iterator[int]:
+    total = 0
+    for value in values:
+        total += value
+        yield total
+
+
+def _append_all(api: Api, session: str, records: list[dict[str, Any]], batch: int) -> None:
+    chunks = [records[i : i + batch] for i in range(0, len(records), batch)]
+    append_batches(api, session, [json.dumps(c).encode() for c in chunks], list(map(len, chunks)))
+
+
+def bench_resume(api: Api, meter: Meter, built: BuiltSession, calls: int) -> list[Result]:
+    url = f"sessions/{built.id}/resume/"
+    with meter.phase() as cold_cost:
+        cold, cold_s = api.call("GET", url, 200)
+    first = cold.json()
+    if first["boundary_index"] != built.boundaries[-1]:
+        raise BenchError(f"resume replayed from {first['boundary_index']}, not the last boundary")
+    latencies, same = [], True
+    with meter.phase() as warm_cost:
+        for _ in range(calls):
+            response, elapsed = api.call("GET", url, 200)
+            latencies.append(elapsed * 1000)
+            same = same and response.content == cold.content
+    shape = {
+        "records": built.record_count,
+        "boundaries": built.boundaries,
+        "replayed_from_index": first["replayed_from_index"],
+        "dropped_records": first["dropped_records"],
+        "messages": len(first["messages"]),
+        "response_bytes": len(cold.content),
+        "persisted_results": cold.text.count("<persisted-output>"),
+        "snipped_results": cold.text.count("<snipped>"),
+        "token_estimate": first["token_estimate"],
+        "warm_bytes_identical_to_cold": same,
+    }
+    what = f"resume, {built.record_count:,} records, {len(built.boundaries)} boundaries"
+    per_s = f"{len(cold.content) / MiB / cold_s:,.1f} MB/s out"
+    return [
+        Result(f"{what}: first (cold, writes decisions)", 1, [cold_s * 1000], per_s, cold_cost),
+        Result(
+            f"{what}: warm",
+            calls,
+            latencies,
+            f"{calls / warm_cost.wall_s:,.1f} resumes/s",
+            warm_cost,
+            extra=shape,
+        ),
+    ]
+
+
+def bench_import(api: Api, meter: Meter, transcript: GeneratedTranscript) -> Result:
+    headers = {"Content-Type": "application/x-ndjson"}
+    with transcript.path.open("rb") as body, meter.phase() as cost:
+        # A file object: httpx sends Content-Length (from fstat) and streams 64 KiB reads.
+        response, elapsed = api.call("POST", "sessions/import/", 201, content=body, headers=headers)
+    session = response.json()
+    if session["record_count"] != transcript.records:
+        raise BenchError(
+            f"import stored {session['record_count']} records, expected {transcript.records}"
+        )
+    mb = transcript.bytes / MiB
+    return Result(
+        what=f"import, Claude Code transcript {mb:,.1f} MB ({transcript.records:,} records)",
+        n=1,
+        latencies_ms=[elapsed * 1000],
+        throughput=f"{mb / elapsed:,.2f} MB/s, {transcript.records / elapsed:,.0f} records/s",
+        cost=cost,
+        extra={
+            "bytes": transcript.bytes,
+            "lines": transcript.lines,
+            "records": transcript.records,
+            "skipped_lines": session["metadata"].get("skipped_lines"),
+            "generate_s": round(transcript.seconds, 2),
+            "source": session["source"],
+        },
+    )
+
+
+def compact_result(built: BuiltSession) -> Result:
+    return Result(
+        what="compact, manual, offline summariser (while building the resume session)",
+        n=len(built.compact_ms),
+        latencies_ms=built.compact_ms,
+        throughput="",
+        cost=None,
+        extra={"summary_chars": built.summary_chars, "build_s": round(built.build_s, 1)},
+    )
+
+
+# --- Report ------------------------------------------------------------------------------------
+
+
+def machine_facts(db_facts: dict[str, str]) -> dict[str, Any]:
+    model = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "uncommitted_changes": bool(_git("status", "--porcelain")),
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu": model,
+        "postgresql": db_facts.get("version", "?"),
+        "pg_settings": {k: v for k, v in db_facts.items() if k != "version"},
+        "python": sys.version.split()[0],
+        "gunicorn": f"{WORKERS} sync workers, --timeout {GUNICORN_TIMEOUT_S}",
+        "loadavg_at_start": Path("/proc/loadavg").read_text().split()[0],
+    }
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(  # noqa: S603 — fixed argv, no shell
+        ["git", *args],  # noqa: S607 — git from PATH, as a developer runs it
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() if done.returncode == 0 else "?"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def _mib(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def render(facts: dict[str, Any], results: Sequence[Result], scale_name: str) -> str:
+    pg = facts["pg_settings"]
+    commit = facts["commit"] + (" + uncommitted changes" if facts["uncommitted_changes"] else "")
+    lines = [
+        f"Sessions API benchmark ({scale_name}) · {facts['date']} · commit {commit} · "
+        f"nproc {facts['nproc']}, {facts['cpu']} · {facts['postgresql'].split(' on ')[0]} "
+        f"(fsync {pg.get('fsync')}, synchronous_commit {pg.get('synchronous_commit')}) · "
+        f"gunicorn {facts['gunicorn']} · Python {facts['python']} · "
+        f"load average at start {facts['loadavg_at_start']}",
+        "",
+        "| what | n | p50 ms | p95 ms | throughput | server peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.what} | {r.n:,} | {_ms(r.p50)} | {_ms(r.p95)} | {r.throughput or '–'} "
+            f"| {_peak_cell(r.cost)} |"
+        )
+    return "\n".join(lines)
+
+
+def _peak_cell(cost: PhaseCost | None) -> str:
+    """ "peak (+growth over the fresh worker)": the peak alone is mostly Django's baseline."""
+    if cost is None or cost.server_peak_rss_mib is None:
+        return "–"
+    growth = "" if cost.server_growth_mib is None else f" (+{cost.server_growth_mib:,.0f})"
+    return f"{cost.server_peak_rss_mib:,.0f}{growth}"
+
+
+def notes(results: Sequence[Result], api_slowest_s: float) -> str:
+    """What the table does not say: where the time went and what memory was measured."""
+    out = [
+        "",
+        "Notes:",
+        "- Latency: wall time of one HTTP request at the client (request sent → body read), "
+        "bodies encoded beforehand. Throughput: records (or bytes) over the phase's wall time. "
+        "MB = MiB.",
+        "- Server peak RSS: max VmHWM over the 2 gunicorn workers during the phase; each phase "
+        "starts on fresh workers (SIGHUP), warmed up by a few small requests, with VmHWM reset "
+        "(clear_refs). In brackets: the largest growth of one worker over its RSS at the start "
+        "(the rest is the resident Django app). Compaction ran while building the resume "
+        "session, unmetered.",
+        "- Client peak RSS (below): VmHWM of this bench process during the phase, reset likewise; "
+        "it includes the phase's pre-encoded request bodies and the interpreter, not the server.",
+        "- gunicorn's sync workers close the connection after every response, so each request "
+        "opens a new TCP connection although the httpx client keeps connections alive.",
+    ]
+    for r in results:
+        c = r.cost
+        if c is None:
+            continue
+        out.append(
+            f"- {r.what}: wall {_seconds(c.wall_s)}; CPU: gunicorn workers "
+            f"{_seconds(c.server_cpu_s)}, PostgreSQL backends {_seconds(c.db_cpu_s)}, "
+            f"bench client {_seconds(c.client_cpu_s)}, other processes "
+            f"{_seconds(c.other_cpu_s)}; worker RSS before "
+            f"{_mib(c.server_rss_before_mib)} MB; client peak RSS {_mib(c.client_peak_rss_mib)} MB"
+            + ("" if c.peak_reset else " (peaks NOT reset: lifetime peaks)")
+            + (" (a worker was replaced during this phase!)" if c.workers_changed else "")
+        )
+    for r in results:
+        if r.extra:
+            out.append(f"- {r.what}: {json.dumps(r.extra)}")
+    for r in results:
+        share = _other_share(r.cost)
+        if share is not None and share > CONTENDED_SHARE:
+            out.append(
+                f"- WARNING: other processes kept {share:.0%} of the machine's CPUs busy during "
+                f'"{r.what}": its numbers were taken on a shared, busy machine.'
+            )
+    if api_slowest_s > DEFAULT_GUNICORN_TIMEOUT_S:
+        out.append(
+            f"- The slowest request took {api_slowest_s:,.0f} s: longer than gunicorn's default "
+            f"--timeout of {DEFAULT_GUNICORN_TIMEOUT_S} s (make run, Dockerfile), which would "
+            "kill the worker; this run used --timeout "
+            f"{GUNICORN_TIMEOUT_S}."
+        )
+    return "\n".join(out)
+
+
+def _other_share(cost: PhaseCost | None) -> float | None:
+    """Share of the machine's CPU capacity that processes outside the benchmark used."""
+    if cost is None or cost.other_cpu_s is None or cost.wall_s <= 0:
+        return None
+    return cost.other_cpu_s / (cost.wall_s * len(os.sched_getaffinity(0)))
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.1f} s" if value >= 10 else f"{value:.2f} s"
+
+
+# --- Main --------------------------------------------------------------------------------------
+
+
+def server_env(db_url: str, var_dir: Path, import_bytes: int) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(DROPPED_ENV_PREFIXES) and k not in DROPPED_ENV
+    }
+    env.update(
+        DATABASE_URL=db_url,
+        MEMORYHUB_VAR_DIR=str(var_dir),
+        DEBUG="false",  # DEBUG keeps every SQL query in memory: it would skew RSS and time
+        LLM_PROVIDER="offline",
+        SESSION_IMPORT_MAX_BYTES=str(max(256 * MiB, 2 * import_bytes)),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # SystemExit unwinds through the ExitStack, so the database is dropped on `kill` too.
+    raise SystemExit(128 + signum)
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace, admin_url: str) -> int:
+    scale = Scale().quick() if args.quick else Scale()
+    rng = random.Random(20260218)  # noqa: S311 — synthetic data, not security
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memoryhub-bench-")))
+        db = Database(admin_url)
+        log(f"creating database {db.name} and migrating it")
+        db.create()
+        stack.callback(db.drop)
+        env = server_env(db.url, tmp / "var", scale.import_bytes)
+        run_manage(env, "migrate", "--noinput", "--verbosity", "0")
+        run_manage(env, "project_create", PROJECT, "--owner", OWNER)
+        token = run_manage(env, "token_create", "--user", OWNER, "--project", PROJECT).strip()
+        facts = machine_facts(db.facts())
+
+        server = Server(env, tmp / "gunicorn.log")
+        log(f"starting gunicorn on {server.base_url}")
+        stack.callback(server.stop)  # registered after db.drop, so it runs before it
+        server.start()
+        api = Api(server.base_url, token)
+        stack.callback(api.close)
+        meter = Meter(server, db, api)
+        stack.callback(meter.close)
+
+        corpus = Corpus(rng)
+        results: list[Result] = []
+        try:
+            log(f"append: {scale.single_appends} × 1 record")
+            results.append(
+                bench_append(api, meter, TranscriptFactory(rng, corpus), scale.single_appends, 1)
+            )
+            log(f"append: {scale.batch_appends} × {scale.batch_size} records")
+            results.append(
+                bench_append(
+                    api,
+                    meter,
+                    TranscriptFactory(rng, corpus),
+                    scale.batch_appends,
+                    scale.batch_size,
+                )
+            )
+            log(f"resume: building a {scale.resume_records:,}-record session")
+            built = build_resume_session(api, TranscriptFactory(rng, corpus), scale)
+            results.append(compact_result(built))
+            log(f"resume: 1 cold + {scale.resume_calls} warm")
+            results.extend(bench_resume(api, meter, built, scale.resume_calls))
+            log(f"import: generating {scale.import_bytes / MiB:.0f} MB of Claude Code transcript")
+            transcript = write_claude_code_transcript(
+                tmp / "transcript.jsonl", scale.import_bytes, TranscriptFactory(rng, corpus)
+            )
+            log(f"import: {transcript.lines:,} lines, {transcript.records:,} records")
+            results.append(bench_import(api, meter, transcript))
+        except BaseException:
+            print(f"--- gunicorn log (tail) ---\n{server.log_tail()}", file=sys.stderr)
+            raise
+        log("done; stopping gunicorn and dropping the database")
+
+    print(render(facts, results, "quick, 10× smaller" if args.quick else "full"))
+    print(notes(results, api.slowest_s))
+    if args.json:
+        raw = {
+            "machine": facts,
+            "scale": asdict(scale),
+            "results": [
+                {
+                    "what": r.what,
+                    "n": r.n,
+                    "p50_ms": r.p50,
+                    "p95_ms": r.p95,
+                    "throughput": r.throughput,
+                    "latencies_ms": [round(v, 3) for v in r.latencies_ms],
+                    "cost": asdict(r.cost) if r.cost else None,
+                    "extra": r.extra,
+                }
+                for r in results
+            ],
+            "slowest_request_s": api.slowest_s,
+        }
+        Path(args.json).write_text(json.dumps(raw, indent=2) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--quick", action="store_true", help="a 10× smaller run (checks the script)"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
+    args = parser.parse_args(argv)
+    admin_url = os.environ.get("BENCH_DATABASE_URL") or os.environ.get("DATABASE_URL")
+    if not admin_url:
+        print(NO_DATABASE_HELP, file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    try:
+        return run(args, admin_url)
+    except BenchError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted; server stopped and database dropped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
