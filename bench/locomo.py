@@ -1,0 +1,268 @@
+"""LoCoMo-R, variant T (../shared/reference/benchmarks.md §5.1), through the real HTTP API.
+
+    bench/pg.sh                                       # a throwaway PostgreSQL (as root)
+    export BENCH_DATABASE_URL=$(bench/pg.sh url)
+    .venv/bin/python bench/locomo.py [--json FILE] [--dump-k100 FILE] [--data PATH]
+
+A fresh database memoryhub_bench_<random> (dropped at the end), `gunicorn memoryhub.wsgi` with
+2 sync workers, one project per conversation (locomo-<sample_id>), every dialog turn one memory
+by bulk import (content "{speaker}: {text}" + " [shares a photo: {caption}]", created_at = the
+session's time + turn-index seconds, metadata {dia_id, session}, importance 1, kind fact, no
+date in the text), and every question through
+GET /api/v1/projects/locomo-<id>/memories/search/?q=…&k=20&as_of=<last session time>.
+
+Scored as §5.1 (Appendix A's scorer, bench/_locomo.py): categories 1–4 (n = 1,536) overall and
+per category, category 5 apart, the dev (conv-26, conv-30) and test (8 conversations) splits.
+Latency: wall time of each search request at the client, over all 1,986 questions after a
+warm-up. The run also re-ranks every question in-process with bench/_locomo.ServerReplica and
+reports how often the replica's top 20 equals the server's, which is what makes the in-process
+explorations (bench/locomo_explore.py, bench/dense_probe.py) stand for the server.
+
+--dump-k100 FILE: a second pass with k=100 (not timed into the protocol's latency) whose
+rankings bench/dense_probe.py fuses with dense scores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import _harness as h
+import _locomo as L
+
+PREFIX = "locomo-"
+K = 20
+WARM_UP = 60
+
+
+@dataclass
+class Answer:
+    question: L.Question
+    ranked: list[str]  # dia ids, best first
+    scores: list[float]
+    latency_ms: float
+
+
+def memories_body(conv: L.Conversation) -> bytes:
+    items = [
+        {
+            "content": t.content,
+            "kind": "fact",
+            "importance": 1,
+            "created_at": t.created_at.isoformat(),
+            "updated_at": t.created_at.isoformat(),
+            "metadata": {"dia_id": t.dia_id, "session": t.session},
+        }
+        for t in conv.turns
+    ]
+    return json.dumps({"items": items}).encode()
+
+
+def ingest(api: h.Api, convs: Sequence[L.Conversation]) -> dict[str, Any]:
+    """One project per conversation, its turns in one bulk request (at most 689 < 1,000)."""
+    seconds = 0.0
+    for i, conv in enumerate(convs):
+        if i > 0:  # bench_stack made the first one
+            api.create_project(PREFIX + conv.id)
+        body = memories_body(conv)
+        response, elapsed = api.post_json(f"projects/{PREFIX}{conv.id}/memories/bulk/", body, 201)
+        seconds += elapsed
+        if len(response.json()["ids"]) != len(conv.turns):
+            raise h.BenchError(f"{conv.id}: bulk import created a different number of memories")
+    turns = sum(len(c.turns) for c in convs)
+    return {"memories": turns, "seconds": round(seconds, 2), "per_s": round(turns / seconds, 1)}
+
+
+def search(api: h.Api, conv: L.Conversation, text: str, k: int) -> tuple[list[Any], float]:
+    params = {"q": text, "k": str(k), "as_of": conv.now.isoformat()}
+    response, elapsed = api.call(
+        "GET", f"projects/{PREFIX}{conv.id}/memories/search/", 200, params=params
+    )
+    results: list[Any] = response.json()["results"]
+    return results, elapsed * 1000
+
+
+def ask_all(api: h.Api, convs: Sequence[L.Conversation], k: int, warm_up: int) -> list[Answer]:
+    everything = [(c, q) for c in convs for q in c.questions]
+    # Warm-up: questions spread over the conversations, not timed (workers load views, caches
+    # fill, the database's pages come in).
+    for conv, q in everything[:: max(1, len(everything) // max(1, warm_up))][:warm_up]:
+        search(api, conv, q.text, k)
+    answers = []
+    for n, (conv, q) in enumerate(everything, 1):
+        results, latency = search(api, conv, q.text, k)
+        answers.append(
+            Answer(
+                q,
+                [r["metadata"]["dia_id"] for r in results],
+                [float(r["score"]) for r in results],
+                latency,
+            )
+        )
+        if n % 500 == 0:
+            h.log(f"  {n:,} / {len(everything):,} questions")
+    return answers
+
+
+def replica_agreement(
+    convs: Sequence[L.Conversation], answers: Sequence[Answer], k: int
+) -> dict[str, Any]:
+    """How often bench/_locomo.ServerReplica returns the server's exact top k."""
+    by_conv = {c.id: c for c in convs}
+    replicas: dict[str, L.ServerReplica] = {}
+    same = same5 = 0
+    differing: list[str] = []
+    for a in answers:
+        conv = by_conv[a.question.conv]
+        replica = replicas.setdefault(conv.id, L.ServerReplica(conv))
+        mine = [conv.turns[i].dia_id for i, _ in replica.search(a.question.text, k)]
+        same += mine == a.ranked
+        same5 += mine[:5] == a.ranked[:5]
+        if mine != a.ranked and len(differing) < 5:
+            differing.append(f"{conv.id}#{a.question.index}")
+    n = len(answers)
+    return {
+        "questions": n,
+        "identical_top_k_pct": round(100 * same / n, 2),
+        "identical_top5_pct": round(100 * same5 / n, 2),
+        "examples_differing": differing,
+    }
+
+
+def latency_line(label: str, values: Sequence[float]) -> str:
+    p50, p95, p99 = (h.percentile(values, q) for q in (0.5, 0.95, 0.99))
+    return (
+        f"| {label} | {len(values):,} | {h.ms(p50)} | {h.ms(p95)} | {h.ms(p99)} "
+        f"| {h.ms(max(values))} |"
+    )
+
+
+def run(args: argparse.Namespace, admin_url: str) -> int:
+    data = Path(args.data)
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()
+    if digest != L.DATA_SHA256:
+        h.log(f"warning: {data} has sha256 {digest}, not the protocol's {L.DATA_SHA256}")
+    convs = L.load(data)
+    started = time.perf_counter()
+    with h.bench_stack(admin_url, PREFIX + convs[0].id) as stack:
+        h.log(f"bulk import of {sum(len(c.turns) for c in convs):,} turns into 10 projects")
+        ingest_stats = ingest(stack.api, convs)
+        h.log(f"{sum(len(c.questions) for c in convs):,} questions, k={K}, after a warm-up")
+        answers = ask_all(stack.api, convs, K, args.warm_up)
+        dump: list[dict[str, Any]] = []
+        if args.dump_k100:
+            h.log("second pass, k=100, for bench/dense_probe.py")
+            for conv in convs:
+                for q in conv.questions:
+                    results, latency = search(stack.api, conv, q.text, 100)
+                    dump.append(
+                        {
+                            "conv": conv.id,
+                            "index": q.index,
+                            "latency_ms": round(latency, 3),
+                            "results": [[r["metadata"]["dia_id"], r["score"]] for r in results],
+                        }
+                    )
+        facts = stack.facts
+    wall = time.perf_counter() - started
+
+    by_key = {(a.question.conv, a.question.index): a for a in answers}
+    rows = L.score_all((a.question for a in answers), lambda q: by_key[(q.conv, q.index)].ranked)
+    agreement = replica_agreement(convs, answers, K)
+    lat_all = [a.latency_ms for a in answers]
+    lat_scored = [a.latency_ms for a in answers if a.question.scored and a.question.cat != 5]
+    empty = sum(1 for a in answers if not a.ranked)
+
+    print(f"LoCoMo-R variant T through HTTP · {h.facts_line(facts)}")
+    print()
+    print(L.summary_table(rows))
+    print()
+    print("| search latency (client wall, ms) | n | p50 | p95 | p99 | max |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print(latency_line("all 1,986 questions", lat_all))
+    print(latency_line("categories 1–4 (scored)", lat_scored))
+    print()
+    print("Notes:")
+    print(
+        f"- k={K}: metrics are over the ≤ 20 memories the server returns (MRR is MRR@20; "
+        "S-hit@k de-duplicates those 20 to sessions). The server returns only memories that "
+        f"share a term with the question: {empty} of {len(answers):,} questions got no result."
+    )
+    print(
+        f"- ingest: {ingest_stats['memories']:,} memories in 10 bulk requests, "
+        f"{ingest_stats['seconds']} s ({ingest_stats['per_s']:,} memories/s); run wall "
+        f"{wall:,.0f} s."
+    )
+    print(
+        f"- in-process replica (bench/_locomo.ServerReplica) vs server: identical top-{K} for "
+        f"{agreement['identical_top_k_pct']} % of questions, identical top-5 for "
+        f"{agreement['identical_top5_pct']} %."
+    )
+    if args.json:
+        out = {
+            "machine": facts,
+            "protocol": "LoCoMo-R v1 variant T (benchmarks.md §5.1), through HTTP",
+            "data_sha256": digest,
+            "k": K,
+            "summary": {name: L.summarize(members) for name, members in L.groups(rows).items()},
+            "latency_ms": {
+                "all": {
+                    "n": len(lat_all),
+                    **{f"p{q}": h.percentile(lat_all, q / 100) for q in (50, 95, 99)},
+                },
+                "scored": {
+                    "n": len(lat_scored),
+                    **{f"p{q}": h.percentile(lat_scored, q / 100) for q in (50, 95, 99)},
+                },
+            },
+            "ingest": ingest_stats,
+            "replica_agreement": agreement,
+            "questions_without_results": empty,
+            "per_question": [
+                {
+                    "conv": a.question.conv,
+                    "index": a.question.index,
+                    "cat": a.question.cat,
+                    "ranked": a.ranked,
+                    "latency_ms": round(a.latency_ms, 3),
+                }
+                for a in answers
+            ],
+        }
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    if args.dump_k100:
+        Path(args.dump_k100).write_text(json.dumps(dump) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--data", default=str(L.DATA), help="locomo10.json (default: %(default)s)")
+    parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
+    parser.add_argument("--dump-k100", metavar="FILE", help="k=100 rankings for dense_probe.py")
+    parser.add_argument("--warm-up", type=int, default=WARM_UP, help="untimed searches first")
+    args = parser.parse_args(argv)
+    admin_url = h.admin_url_or_help("bench/locomo.py")
+    if not admin_url:
+        return 2
+    signal.signal(signal.SIGTERM, h.raise_on_sigterm)
+    try:
+        return run(args, admin_url)
+    except h.BenchError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted; server stopped and database dropped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

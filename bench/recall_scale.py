@@ -1,0 +1,722 @@
+"""Recall at scale: search (and later recall, injection) latency and server memory at 1k, 10k
+and 100k memories in one project, on PostgreSQL, through real HTTP.
+
+    bench/pg.sh                                       # a throwaway PostgreSQL (as root)
+    export BENCH_DATABASE_URL=$(bench/pg.sh url)
+    .venv/bin/python bench/recall_scale.py [--sizes 1000,10000,100000]
+        [--endpoints search,recall,injection] [--queries 1986] [--budget-s 90]
+        [--explain] [--json FILE]
+
+One fresh database (dropped at the end), `gunicorn memoryhub.wsgi` with 2 sync workers, one
+project grown 0 → 1k → 10k → 100k by the bulk API in 1,000-item batches (ingest throughput is
+reported per step). The text is realistic, as in benchmarks.md §7: LoCoMo turns copied with
+the speakers' names swapped (in the prefix and in the text) and their sentences shuffled,
+created_at spread over a year, importance 1–2, kind fact.
+
+At each size: ANALYZE (what autovacuum does within a minute of a bulk load; without it the
+first minute measures the planner's guesses), fresh gunicorn workers (SIGHUP: empty
+in-process caches), a concurrent warm-up that reaches both workers, VmHWM of the workers reset
+(/proc/<pid>/clear_refs), then the LoCoMo questions (all 1,986, shuffled with a fixed seed)
+one at a time until --queries or --budget-s is reached, per endpoint:
+- search:    GET  …/memories/search/?q=<question>&k=20
+- recall:    POST …/recall/ {"query": <question>, "session_id": <a bench session>}
+- injection: GET  …/injection/?profile=default&session_id=<a bench session>
+An endpoint that answers 404 "No API endpoint" is skipped with a note (not built yet).
+
+Latency is the client's wall time per request (gunicorn's sync workers close the connection
+after each response, so it includes a TCP connect). Peak RSS is the max VmHWM over the
+workers during the endpoint's phase. Machine load is reported because this machine is shared.
+
+--explain: after the largest size, times memory_search in-process (Django on the bench
+database, the server's code snapshot) stage by stage over --profile-n questions, then re-runs
+the slowest HTTP question with its SQL captured and prints EXPLAIN (ANALYZE, BUFFERS) of each
+SELECT it issued.
+
+--postings-only: no server; how many postings each question makes the search scan at the
+largest size (same bank, same seed), as is and with the pruning changes the report suggests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import _harness as h
+import _locomo as L
+import psycopg
+
+PROJECT = "scale"
+BATCH = 1000
+SEED = 20260301
+TARGET_P95_MS = {"search": 50.0, "recall": 50.0, "injection": 30.0}
+ENDPOINTS = ("search", "recall", "injection")
+# Extra first names for the swap (LoCoMo's own 20 speakers are added to these).
+NAMES = """
+    Aisha Bruno Chen Dara Elif Farah Gus Hana Ivan Jonas Kemal Lena Mateo Nadia Omar Priya Quinn
+    Rafael Sana Tomas Uma Viktor Wen Ximena Yusuf Zoe Amir Beatriz Carlos Dmitri Esther Felix
+    Greta Hugo Ines Jamal Keiko Luca Mira Nikolai
+""".split()  # noqa: SIM905 - a word list reads better as text
+
+
+# --- Synthetic bank ----------------------------------------------------------------------------
+
+
+class Bank:
+    """Memories made from LoCoMo turns: names swapped, sentences shuffled (§7)."""
+
+    _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+    def __init__(self, convs: Sequence[L.Conversation], seed: int = SEED) -> None:
+        self.rng = random.Random(seed)  # noqa: S311 — synthetic data, not security
+        self.turns = [t for c in convs for t in c.turns]
+        speakers = sorted({s for c in convs for s in c.speakers})
+        self.speakers = speakers
+        self.names = sorted(set(NAMES) | set(speakers))
+        self.pattern = re.compile(r"\b(" + "|".join(map(re.escape, speakers)) + r")\b")
+        self.start = datetime(2025, 3, 1, tzinfo=UTC)
+        self.made = 0
+
+    def item(self) -> dict[str, Any]:
+        rng = self.rng
+        turn = self.turns[rng.randrange(len(self.turns))]
+        swap = {s: rng.choice(self.names) for s in self.speakers}
+        sentences = self._SENTENCE.split(turn.text)
+        rng.shuffle(sentences)
+        text = self.pattern.sub(lambda m: swap[m.group(1)], " ".join(sentences))
+        created = self.start + timedelta(seconds=rng.randrange(365 * 86_400))
+        self.made += 1
+        return {
+            "content": f"{swap.get(turn.speaker, turn.speaker)}: {text}",
+            "kind": "fact",
+            "importance": rng.choice((1, 1, 1, 2)),
+            "created_at": created.isoformat(),
+            "metadata": {"src": turn.dia_id, "n": self.made},
+        }
+
+    def batches(self, count: int) -> list[bytes]:
+        """Pre-encoded bulk bodies for `count` more memories."""
+        out = []
+        while count > 0:
+            size = min(BATCH, count)
+            out.append(json.dumps({"items": [self.item() for _ in range(size)]}).encode())
+            count -= size
+        return out
+
+
+# --- Measuring ---------------------------------------------------------------------------------
+
+
+def machine_busy() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+@dataclass
+class Phase:
+    endpoint: str
+    size: int
+    latencies_ms: list[float] = field(default_factory=list)
+    peak_rss_mib: float | None = None
+    rss_before_mib: float | None = None
+    server_cpu_s: float | None = None  # gunicorn workers
+    db_cpu_s: float | None = None  # the bench database's PostgreSQL backends
+    machine_busy_pct: float | None = None
+    own_cpu_pct: float | None = None  # workers + PostgreSQL backends + this client
+    wall_s: float = 0.0
+    results_per_query: float = 0.0
+    note: str = ""
+
+    def p(self, q: float) -> float | None:
+        return h.percentile(self.latencies_ms, q)
+
+
+@dataclass
+class Ingest:
+    size: int
+    added: int
+    seconds: float
+    batch_ms: list[float]
+
+    @property
+    def per_s(self) -> float:
+        return self.added / self.seconds if self.seconds else 0.0
+
+
+class Endpoint:
+    """How to ask one endpoint a question; `probe` says whether it exists."""
+
+    def __init__(self, name: str, api: h.Api, session: str | None) -> None:
+        self.name = name
+        self.api = api
+        self.session = session
+
+    def request(self, question: str) -> tuple[Any, float]:
+        api, base = self.api, f"projects/{PROJECT}/"
+        if self.name == "search":
+            response, s = api.call(
+                "GET", base + "memories/search/", 200, params={"q": question, "k": "20"}
+            )
+            return response.json().get("results", []), s
+        if self.name == "recall":
+            body = json.dumps({"query": question, "session_id": self.session}).encode()
+            response, s = api.post_json(base + "recall/", body, 200)
+            return response.json().get("results", []), s
+        params = {"profile": "default"}
+        if self.session:
+            params["session_id"] = self.session
+        response, s = api.call("GET", base + "injection/", 200, params=params)
+        return response.json().get("memory_ids", []), s
+
+    def probe(self) -> str | None:
+        """None when the endpoint answers; else why it is skipped."""
+        try:
+            self.request("warm-up probe")
+        except h.BenchError as exc:
+            text = str(exc)
+            if "HTTP 404" in text and "No API endpoint" in text:
+                return f"{self.name}: no such endpoint yet (404), skipped"
+            return f"{self.name}: skipped, probe failed: {text[:300]}"
+        return None
+
+
+def warm_up(server: h.Server, endpoint: Endpoint, questions: Sequence[str]) -> None:
+    """Concurrent requests, so both sync workers load the app and open their connection."""
+    with ThreadPoolExecutor(2 * server.workers) as pool:
+        list(pool.map(endpoint.request, questions))
+
+
+def measure(
+    stack: h.Stack,
+    endpoint: Endpoint,
+    size: int,
+    questions: Sequence[str],
+    limit: int,
+    budget_s: float,
+) -> Phase:
+    server = stack.server
+    phase = Phase(endpoint.name, size)
+    server.recycle_workers()
+    warm_up(server, endpoint, questions[-40:])
+    workers = server.worker_pids()
+    rss = {pid: h.status_kib(pid, "VmRSS") or 0 for pid in workers}
+    phase.rss_before_mib = max(rss.values()) / 1024 if rss else None
+    for pid in workers:
+        h.reset_peak_rss(pid)
+    cpu0 = h.cpu_seconds(workers)
+    backends = BackendCpu(stack.db)
+    own0 = time.process_time()
+    busy0, total0 = machine_busy()
+    started = time.perf_counter()
+    results = 0
+    try:
+        for n, question in enumerate(questions[:limit], 1):
+            got, seconds = endpoint.request(question)
+            phase.latencies_ms.append(seconds * 1000)
+            results += len(got)
+            if n % 20 == 0:
+                backends.sample()  # Django reconnects every 60 s: catch backends before exit
+            if time.perf_counter() - started > budget_s:
+                break
+        phase.wall_s = time.perf_counter() - started
+        backends.sample()
+    finally:
+        backends.close()
+    busy1, total1 = machine_busy()
+    after = server.worker_pids()
+    peaks = [h.status_kib(pid, "VmHWM") or 0 for pid in after]
+    phase.peak_rss_mib = max(peaks) / 1024 if peaks else None
+    cpu1 = h.cpu_seconds(after)
+    phase.server_cpu_s = sum(cpu1.get(p, 0.0) - cpu0.get(p, 0.0) for p in after)
+    phase.db_cpu_s = backends.used()
+    if total1 > total0:
+        phase.machine_busy_pct = 100 * (busy1 - busy0) / (total1 - total0)
+        ticks = os.sysconf("SC_CLK_TCK")
+        own = phase.server_cpu_s + phase.db_cpu_s + time.process_time() - own0
+        phase.own_cpu_pct = 100 * own * ticks / (total1 - total0)
+    phase.results_per_query = results / max(1, len(phase.latencies_ms))
+    if after != workers:
+        phase.note = "a worker was replaced during the phase"
+    return phase
+
+
+class BackendCpu:
+    """CPU time of the PostgreSQL backends serving the bench database, sampled: Django closes
+    a connection older than DATABASE_CONN_MAX_AGE (60 s) and opens a new one, and a backend
+    that exits takes its CPU time with it. Local servers only (else 0)."""
+
+    def __init__(self, db: h.Database) -> None:
+        self.local = urlsplit(db.url).hostname in ("127.0.0.1", "localhost", "::1", None, "")
+        self.conn = psycopg.connect(db.url, autocommit=True) if self.local else None
+        self.first: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+        self.started = False
+        self.sample()
+        self.started = True
+
+    def sample(self) -> None:
+        if self.conn is None:
+            return
+        rows = self.conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        ).fetchall()
+        for pid, cpu in h.cpu_seconds([int(pid) for (pid,) in rows]).items():
+            # A backend first seen after the start is new: all its CPU is ours.
+            self.first.setdefault(pid, cpu if not self.started else 0.0)
+            self.last[pid] = cpu
+
+    def used(self) -> float:
+        return sum(cpu - self.first[pid] for pid, cpu in self.last.items())
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
+def analyze(db: h.Database) -> float:
+    started = time.perf_counter()
+    with psycopg.connect(db.url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+    return time.perf_counter() - started
+
+
+def ingest(api: h.Api, bank: Bank, size: int, have: int) -> Ingest:
+    bodies = bank.batches(size - have)  # encoded before timing
+    latencies = []
+    for body in bodies:
+        response, seconds = api.post_json(f"projects/{PROJECT}/memories/bulk/", body, 201)
+        latencies.append(seconds * 1000)
+        if not response.json().get("ids"):
+            raise h.BenchError("bulk import returned no ids")
+    return Ingest(size, size - have, sum(latencies) / 1000, latencies)
+
+
+def table_size(db: h.Database) -> dict[str, int]:
+    with psycopg.connect(db.url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT relname, pg_total_relation_size(oid) FROM pg_class "
+            "WHERE relname IN ('memories_memory', 'memories_memoryterm', 'memoryterm_lookup', "
+            "'memories_memoryevent')"
+        ).fetchall()
+        terms = conn.execute("SELECT count(*) FROM memories_memoryterm").fetchone()
+    out = {name: int(size) for name, size in rows}
+    out["postings"] = int(terms[0]) if terms else 0
+    return out
+
+
+# --- EXPLAIN of the slowest search -------------------------------------------------------------
+
+
+def _statement_kind(sql: str) -> str:
+    if sql.startswith("UPDATE"):
+        return "hit_count UPDATE"
+    if 'AS "df"' in sql:
+        return "df query"
+    if "SUM(" in sql:
+        return "BM25 query"
+    if "AVG(" in sql:
+        return "bank stats"
+    if 'FROM "memories_memory" WHERE "memories_memory"."id" IN' in sql:
+        return "load 200 memories"
+    return "other"
+
+
+def explain_search(stack: h.Stack, slowest: str, sample: Sequence[str]) -> str:
+    """Where memory_search spends its time, in this process through Django on the bench
+    database: a per-stage breakdown over `sample` questions, then the SQL of the `slowest`
+    question with EXPLAIN (ANALYZE, BUFFERS) of each SELECT."""
+    os.environ.update(
+        {k: v for k, v in stack.env.items() if k in ("DATABASE_URL", "MEMORYHUB_VAR_DIR")}
+    )
+    os.environ.update(DEBUG="false", LLM_PROVIDER="offline")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    sys.path.insert(0, str(stack.app_dir))  # the snapshot the server runs
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from accounts.actors import Actor
+    from accounts.models import User
+    from memoryhub.recall import search
+    from projects.selectors import project_access
+
+    actor = Actor(user=User.objects.get(username=h.OWNER))
+    access = project_access(slug=PROJECT, actor=actor)
+    timings: list[tuple[str, float]] = []
+
+    def timed(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            timings.append((sql, (time.perf_counter() - t0) * 1000))
+
+    record_access = search._record_access
+    bookkeeping: list[float] = []
+
+    def timed_record_access(*args: Any, **kwargs: Any) -> None:
+        t0 = time.perf_counter()
+        record_access(*args, **kwargs)
+        bookkeeping.append((time.perf_counter() - t0) * 1000)
+
+    search._record_access = timed_record_access
+
+    def one(text: str) -> tuple[float, dict[str, float], int]:
+        timings.clear()
+        bookkeeping.clear()
+        t0 = time.perf_counter()
+        with connection.execute_wrapper(timed):
+            hits = search.memory_search(access=access, query=search.SearchQuery(text=text, k=20))
+        total = (time.perf_counter() - t0) * 1000
+        stages: dict[str, float] = {}
+        for sql, ms in timings:
+            kind = _statement_kind(sql)
+            stages[kind] = stages.get(kind, 0.0) + ms
+        stages["_record_access incl. COMMIT"] = sum(bookkeeping)
+        stages["Python (rest)"] = (
+            total
+            - sum(ms for _, ms in timings)
+            - (sum(bookkeeping) - stages.get("hit_count UPDATE", 0.0))
+        )
+        return total, stages, len(hits)
+
+    for text in sample[:10]:
+        one(text)  # warm: stats cache, plans, pages
+    totals: list[float] = []
+    per_stage: dict[str, list[float]] = {}
+    for text in sample:
+        total, stages, _ = one(text)
+        totals.append(total)
+        for kind, ms in stages.items():
+            per_stage.setdefault(kind, []).append(ms)
+    lines = [
+        f"In-process memory_search over {len(sample)} questions (no HTTP, no DRF): p50 "
+        f"{h.ms(h.percentile(totals, 0.5))} ms, p95 {h.ms(h.percentile(totals, 0.95))} ms.",
+        "",
+        "| stage | p50 ms | p95 ms | share of total (sum) |",
+        "|---|---:|---:|---:|",
+    ]
+    whole = sum(totals) or 1.0
+    for kind in sorted(per_stage, key=lambda k: -sum(per_stage[k])):
+        values = per_stage[kind]
+        lines.append(
+            f"| {kind} | {h.ms(h.percentile(values, 0.5))} | {h.ms(h.percentile(values, 0.95))} "
+            f"| {100 * sum(values) / whole:.0f} % |"
+        )
+    lines.append(
+        "(hit_count UPDATE is part of _record_access; _record_access also holds BEGIN/COMMIT.)"
+    )
+    lines.append("")
+
+    with CaptureQueriesContext(connection) as captured:
+        total, stages, n_hits = one(slowest)
+    statements = [
+        q for q in captured.captured_queries if q["sql"] not in ("BEGIN", "COMMIT", "ROLLBACK")
+    ]
+    lines += [
+        f"Slowest question over HTTP: {slowest!r} → {n_hits} hits; in-process {total:.1f} ms:",
+        "",
+    ]
+    for i, q in enumerate(statements, 1):
+        took = f"{timings[i - 1][1]:.1f}" if i <= len(timings) else "?"
+        lines.append(f"-- [{i}] {took} ms: {q['sql'][:1000]}")
+    lines.append(f"-- _record_access (UPDATE + COMMIT): {sum(bookkeeping):.1f} ms")
+    lines.append("")
+    with connection.cursor() as cursor:
+        for i, q in enumerate(statements, 1):
+            sql = q["sql"]
+            if not sql.lstrip().upper().startswith("SELECT"):
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            lines += [f"EXPLAIN (ANALYZE, BUFFERS) [{i}]:", plan, ""]
+    search._record_access = record_access
+    return "\n".join(lines)
+
+
+# --- Posting volume (offline) ------------------------------------------------------------------
+
+
+def postings_report(convs: Sequence[L.Conversation], size: int, questions: Sequence[str]) -> str:
+    """How many postings each question makes the search scan at `size` memories, as is and
+    with two candidate-pruning changes; in-process over the same bank (same seed) as the HTTP
+    run, with the app's tokenizer. No server, no database."""
+    bank = Bank(convs)
+    df: Counter[str] = Counter()
+    for _ in range(size):
+        df.update(set(L.app_text.tokenize("\n" + bank.item()["content"] + "\n")))
+    fragments = L.CONTRACTION_FRAGMENTS
+    cap = 0.05 * size
+
+    def volume(terms: set[str]) -> int:
+        return sum(df[t] for t in terms)
+
+    rows: dict[str, list[int]] = {"as is": [], "+ fragment stopwords": [], "+ df cap 5 %": []}
+    for q in questions:
+        terms = set(L.app_text.tokenize(q))
+        rows["as is"].append(volume(terms))
+        kept = terms - fragments
+        rows["+ fragment stopwords"].append(volume(kept))
+        rare = {t for t in kept if df[t] <= cap}
+        rows["+ df cap 5 %"].append(volume(rare or kept))
+    lines = [
+        f"Postings scanned per search at {size:,} memories ({len(questions):,} questions; the "
+        "BM25 statement joins each one to memories_memory):",
+        "",
+        "| candidate terms | p50 | p95 | max | mean |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, values in rows.items():
+        lines.append(
+            f"| {name} | {h.percentile(values, 0.5):,.0f} | {h.percentile(values, 0.95):,.0f} "
+            f"| {max(values):,} | {sum(values) / len(values):,.0f} |"
+        )
+    common = ", ".join(f"{t} {100 * n / size:.0f} %" for t, n in df.most_common(12))
+    with_s = sum(1 for q in questions if "s" in L.app_text.tokenize(q))
+    lines += [
+        "",
+        f"Most frequent terms (share of memories): {common}.",
+        f"Questions whose terms include 's' (possessive fragment): {with_s:,} of "
+        f"{len(questions):,}.",
+        "df cap: terms in more than 5 % of the memories do not generate candidates when the "
+        "question has rarer terms (they would still be scored on the candidates).",
+    ]
+    return "\n".join(lines)
+
+
+# --- Report ------------------------------------------------------------------------------------
+
+
+def render(
+    facts: dict[str, Any],
+    phases: Sequence[Phase],
+    ingests: Sequence[Ingest],
+    sizes_info: dict[int, dict[str, int]],
+    notes: Sequence[str],
+) -> str:
+    out = [
+        f"Recall at scale · {h.facts_line(facts)}",
+        "",
+        "| endpoint | memories | n | p50 ms | p95 ms | p99 ms | target p95 | results/query "
+        "| peak RSS MiB (+growth) | CPU ms/query: gunicorn + PostgreSQL | machine busy % "
+        "(ours) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for ph in phases:
+        growth = (
+            f" (+{ph.peak_rss_mib - ph.rss_before_mib:,.0f})"
+            if ph.peak_rss_mib is not None and ph.rss_before_mib is not None
+            else ""
+        )
+        n = max(1, len(ph.latencies_ms))
+        cpu = (
+            f"{1000 * ph.server_cpu_s / n:.1f} + {1000 * ph.db_cpu_s / n:.1f}"
+            if ph.server_cpu_s is not None and ph.db_cpu_s is not None
+            else "–"
+        )
+        busy = (
+            f"{ph.machine_busy_pct:.0f} ({ph.own_cpu_pct:.0f})"
+            if ph.machine_busy_pct is not None and ph.own_cpu_pct is not None
+            else "–"
+        )
+        out.append(
+            f"| {ph.endpoint} | {ph.size:,} | {len(ph.latencies_ms):,} | {h.ms(ph.p(0.5))} "
+            f"| {h.ms(ph.p(0.95))} | {h.ms(ph.p(0.99))} | {TARGET_P95_MS[ph.endpoint]:.0f} "
+            f"| {ph.results_per_query:.1f} | "
+            + (f"{ph.peak_rss_mib:,.0f}{growth}" if ph.peak_rss_mib is not None else "–")
+            + f" | {cpu} | {busy} |"
+        )
+    by_endpoint: dict[str, dict[int, Phase]] = {}
+    for ph in phases:
+        by_endpoint.setdefault(ph.endpoint, {})[ph.size] = ph
+    out += ["", "Growth factor (p50 and p95 at the largest size ÷ at the smallest):", ""]
+    for name, per_size in by_endpoint.items():
+        lo, hi = per_size[min(per_size)], per_size[max(per_size)]
+        p50_lo, p50_hi, p95_lo, p95_hi = lo.p(0.5), hi.p(0.5), lo.p(0.95), hi.p(0.95)
+        if p50_lo and p50_hi and p95_lo and p95_hi:
+            out.append(
+                f"- {name}: {min(per_size):,} → {max(per_size):,} memories "
+                f"(×{max(per_size) // min(per_size)}): p50 ×{p50_hi / p50_lo:.1f}, "
+                f"p95 ×{p95_hi / p95_lo:.1f}"
+            )
+    out += [
+        "",
+        "| ingest step | memories added | batches of 1,000 | seconds | memories/s | batch p50 ms "
+        "| batch p95 ms | postings after | memoryterm table+indexes MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for ing in ingests:
+        info = sizes_info.get(ing.size, {})
+        out.append(
+            f"| → {ing.size:,} | {ing.added:,} | {len(ing.batch_ms)} | {ing.seconds:,.1f} "
+            f"| {ing.per_s:,.0f} | {h.ms(h.percentile(ing.batch_ms, 0.5))} "
+            f"| {h.ms(h.percentile(ing.batch_ms, 0.95))} | {info.get('postings', 0):,} "
+            f"| {info.get('memories_memoryterm', 0) / h.MiB:,.0f} |"
+        )
+    if notes:
+        out += ["", "Notes:"] + [f"- {n}" for n in notes]
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace, admin_url: str) -> int:
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    wanted = [e.strip() for e in args.endpoints.split(",") if e.strip()]
+    for e in wanted:
+        if e not in ENDPOINTS:
+            raise h.BenchError(f"unknown endpoint {e!r}; choose from {', '.join(ENDPOINTS)}")
+    convs = L.load(Path(args.data))
+    questions = [q.text for c in convs for q in c.questions]
+    random.Random(SEED).shuffle(questions)  # noqa: S311 — a fixed order, not security
+    if args.postings_only:
+        print(postings_report(convs, sizes[-1], questions))
+        return 0
+    bank = Bank(convs)
+    phases: list[Phase] = []
+    ingests: list[Ingest] = []
+    sizes_info: dict[int, dict[str, int]] = {}
+    notes: list[str] = []
+    explain = ""
+    started = time.perf_counter()
+    with h.bench_stack(admin_url, PROJECT) as stack:
+        session: str | None = None
+        if "recall" in wanted or "injection" in wanted:
+            response, _ = stack.api.post_json(
+                f"projects/{PROJECT}/sessions/",
+                json.dumps({"external_id": "bench-recall"}).encode(),
+                201,
+            )
+            session = str(response.json().get("id") or "bench-recall")
+        endpoints = [Endpoint(name, stack.api, session) for name in wanted]
+        have = 0
+        for size in sizes:
+            h.log(f"ingest: {have:,} → {size:,} memories in batches of {BATCH:,}")
+            ing = ingest(stack.api, bank, size, have)
+            ingests.append(ing)
+            have = size
+            h.log(f"  {ing.seconds:,.1f} s, {ing.per_s:,.0f} memories/s; ANALYZE")
+            analyze_s = analyze(stack.db)
+            sizes_info[size] = table_size(stack.db)
+            sizes_info[size]["analyze_ms"] = int(analyze_s * 1000)
+            for endpoint in endpoints:
+                why = endpoint.probe()
+                if why is not None:
+                    if why not in notes:
+                        notes.append(why)
+                    continue
+                limits = f"≤ {args.queries} questions, ≤ {args.budget_s} s"
+                h.log(f"  {endpoint.name} at {size:,}: {limits}")
+                phase = measure(stack, endpoint, size, questions, args.queries, args.budget_s)
+                phases.append(phase)
+                h.log(
+                    f"  n={len(phase.latencies_ms)} p50 {h.ms(phase.p(0.5))} ms "
+                    f"p95 {h.ms(phase.p(0.95))} ms"
+                )
+        if args.explain and any(p.endpoint == "search" for p in phases):
+            last = [p for p in phases if p.endpoint == "search" and p.size == sizes[-1]][0]
+            slowest = max(range(len(last.latencies_ms)), key=lambda i: last.latencies_ms[i])
+            h.log(f"EXPLAIN of the slowest search at {sizes[-1]:,}: {questions[slowest]!r}")
+            explain = explain_search(stack, questions[slowest], questions[: args.profile_n])
+        facts = stack.facts
+    wall = time.perf_counter() - started
+    search_phases = [p for p in phases if p.endpoint == "search"]
+    for ph in search_phases:
+        if len(ph.latencies_ms) < min(args.queries, len(questions)):
+            notes.append(
+                f"search at {ph.size:,}: stopped after {len(ph.latencies_ms):,} questions "
+                f"(--budget-s {args.budget_s})"
+            )
+    notes.append(
+        "machine busy %: all CPU use on the 2 cores during the phase, other people's processes "
+        "included; (ours) = gunicorn workers + the bench database's PostgreSQL backends + this "
+        "client. When busy is well above ours, the latencies include waiting for a core; the "
+        "CPU per query does not."
+    )
+    notes.append(f"whole run {wall / 60:,.1f} min")
+    print(render(facts, phases, ingests, sizes_info, notes))
+    if explain:
+        print()
+        print(explain)
+    if args.json:
+        out = {
+            "machine": facts,
+            "sizes": sizes_info,
+            "phases": [
+                {
+                    **{k: v for k, v in asdict(p).items() if k != "latencies_ms"},
+                    "n": len(p.latencies_ms),
+                    "p50_ms": p.p(0.5),
+                    "p95_ms": p.p(0.95),
+                    "p99_ms": p.p(0.99),
+                    "latencies_ms": [round(x, 3) for x in p.latencies_ms],
+                }
+                for p in phases
+            ],
+            "ingest": [
+                {**asdict(i), "per_s": i.per_s, "batch_ms": [round(x, 1) for x in i.batch_ms]}
+                for i in ingests
+            ],
+            "notes": notes,
+            "explain": explain,
+        }
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument(
+        "--endpoints", default="search", help="comma list of " + ",".join(ENDPOINTS)
+    )
+    parser.add_argument("--queries", type=int, default=1986, help="questions per size and endpoint")
+    parser.add_argument(
+        "--budget-s", type=float, default=90.0, help="seconds per size and endpoint"
+    )
+    parser.add_argument(
+        "--explain", action="store_true", help="profile + EXPLAIN the slowest search"
+    )
+    parser.add_argument("--profile-n", type=int, default=200, help="questions for --explain")
+    parser.add_argument("--data", default=str(L.DATA), help="locomo10.json (default: %(default)s)")
+    parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
+    parser.add_argument(
+        "--postings-only",
+        action="store_true",
+        help="no server: postings each question scans at the largest size, and what pruning saves",
+    )
+    args = parser.parse_args(argv)
+    if args.postings_only:
+        return run(args, "")
+    admin_url = h.admin_url_or_help("bench/recall_scale.py")
+    if not admin_url:
+        return 2
+    signal.signal(signal.SIGTERM, h.raise_on_sigterm)
+    try:
+        return run(args, admin_url)
+    except h.BenchError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted; server stopped and database dropped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
