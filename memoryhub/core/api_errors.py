@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -50,6 +51,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, DjangoValidationError):
         return Response(
             error_body("validation_error", "Invalid input.", _django_validation_details(exc)),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    if isinstance(exc, DataError) and "NUL" in str(exc):
+        return Response(
+            error_body("validation_error", "Text must not contain NUL (\\u0000) characters."),
             status=status.HTTP_400_BAD_REQUEST,
         )
     if isinstance(exc, Http404):

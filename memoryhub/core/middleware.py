@@ -35,6 +35,8 @@ class ApiBodySizeLimitMiddleware:
     ) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
             return None
+        if "\x00" in request.path:  # PostgreSQL cannot even compare text containing NUL
+            return error_response(400, "malformed_request", "The path contains a NUL character.")
         raw = request.META.get("CONTENT_LENGTH") or "0"
         try:
             length = int(raw)

@@ -87,3 +87,11 @@ def test_oversized_body_over_real_http(live_server: Any, settings: Any) -> None:
         small = http.post(URL, json={"content": "fits", "kind": "fact"})
         assert small.status_code == 201
         assert http.get(URL).json()["count"] == 1
+
+
+def test_nul_characters_are_a_clear_400(alice_client: APIClient) -> None:
+    assert_envelope(alice_client.get(URL + "x\x00y/"), 400, "malformed_request")
+    response = alice_client.post(URL, {"content": "a\x00b", "kind": "fact"}, format="json")
+    assert response.status_code in (201, 400)  # SQLite stores NUL; PostgreSQL refuses it
+    if response.status_code == 400:
+        assert response.json()["error"]["code"] == "validation_error"
