@@ -366,7 +366,8 @@ def memory_remember(*, project: Project, actor: Actor, data: MemoryInput) -> Rem
     the same memory twice merges the second into the first.
     """
     # Serialise writers of one bank so two extractions cannot both insert the same memory.
-    Project.objects.select_for_update().filter(pk=project.pk).first()
+    # NO KEY: serialises bank writers without blocking inserts that only reference the project.
+    Project.objects.select_for_update(no_key=True).filter(pk=project.pk).first()
     draft = _build(project, actor, data)
     candidates = _remember_candidates(project, draft)
     for existing in candidates:
