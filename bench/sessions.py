@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,12 +34,24 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import psycopg
+from _harness import (  # shared with the other benchmarks
+    BenchError,
+    _scalar,
+    child_pids,
+    cpu_seconds,
+    free_port,
+    log,
+    ms,
+    percentile,
+    raise_on_sigterm,
+    reset_peak_rss,
+    status_kib,
+)
 from psycopg import sql
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,10 +84,6 @@ Start a throwaway one (as root; installs Debian's postgresql package if needed):
 or point BENCH_DATABASE_URL (or DATABASE_URL) at any postgres://user:password@host:port/db
 whose user has CREATEDB. A database memoryhub_bench_<random> is created there and dropped
 at the end."""
-
-
-class BenchError(RuntimeError):
-    """Something the benchmark cannot measure around: a failed step or an unexpected answer."""
 
 
 # --- Scale -------------------------------------------------------------------------------------
@@ -424,72 +430,11 @@ class _ClaudeCodeWriter:
 # --- Measuring ---------------------------------------------------------------------------------
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear interpolation between closest ranks; None when there is nothing to rank."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q
-    low = math.floor(k)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
-
-
-def _proc_stat_fields(pid: int) -> list[str] | None:
-    """Fields of /proc/<pid>/stat after the command name (which may hold spaces)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return raw[raw.rindex(")") + 2 :].split()
-
-
-def child_pids(parent: int) -> list[int]:
-    """psutil is not installed: scan /proc for processes whose ppid is `parent`."""
-    children = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            fields = _proc_stat_fields(int(entry.name))
-            if fields is not None and int(fields[1]) == parent:
-                children.append(int(entry.name))
-    return sorted(children)
-
-
-def cpu_seconds(pids: Sequence[int]) -> dict[int, float]:
-    """utime + stime of each live pid."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for pid in pids:
-        fields = _proc_stat_fields(pid)
-        if fields is not None:
-            out[pid] = (int(fields[11]) + int(fields[12])) / ticks
-    return out
-
-
 def machine_busy_seconds() -> float:
     """CPU seconds the whole machine spent busy (all CPUs), from /proc/stat."""
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def _status_kib(pid: int | str, key: str) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def reset_peak_rss(pid: int | str) -> bool:
-    """Writing 5 to clear_refs resets VmHWM to the current RSS (Linux ≥ 4.0, as root/owner)."""
-    try:
-        Path(f"/proc/{pid}/clear_refs").write_text("5")
-    except OSError:
-        return False
-    return True
 
 
 @dataclass
@@ -525,13 +470,6 @@ def run_manage(env: dict[str, str], *args: str) -> str:
             f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
         )
     return done.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Database:
@@ -599,11 +537,6 @@ class Database:
             (self.name,),
         ).fetchall()
         return [pid for (pid,) in rows if _is_postgres(pid)]
-
-
-def _scalar(conn: psycopg.Connection[Any], query: str) -> Any:
-    row = conn.execute(query).fetchone()
-    return row[0] if row else None
 
 
 def _is_postgres(pid: int) -> bool:
@@ -757,7 +690,7 @@ class Meter:
         self.warm_up(since)
         cost = PhaseCost()
         workers = self.server.worker_pids()
-        rss = {pid: _status_kib(pid, "VmRSS") or 0 for pid in workers}
+        rss = {pid: status_kib(pid, "VmRSS") or 0 for pid in workers}
         cost.server_rss_before_mib = max(rss.values()) / 1024 if rss else None
         targets: list[int | str] = [*workers, "self"]
         cost.peak_reset = all([reset_peak_rss(pid) for pid in targets])  # all, not the first
@@ -773,12 +706,12 @@ class Meter:
         busy = machine_busy_seconds() - busy
         after = self.server.worker_pids()
         cost.workers_changed = after != workers
-        peaks = {pid: _status_kib(pid, "VmHWM") or 0 for pid in after}
+        peaks = {pid: status_kib(pid, "VmHWM") or 0 for pid in after}
         if any(peaks.values()):
             cost.server_peak_rss_mib = max(peaks.values()) / 1024
             growth = max(peak - rss.get(pid, 0) for pid, peak in peaks.items())
             cost.server_growth_mib = growth / 1024
-        client_peak = _status_kib("self", "VmHWM")
+        client_peak = status_kib("self", "VmHWM")
         cost.client_peak_rss_mib = client_peak / 1024 if client_peak else None
         cost.server_cpu_s = _cpu_delta(server_cpu, cpu_seconds(after))
         cost.db_cpu_s = _cpu_delta(db_cpu, cpu_seconds(self.db.backend_pids(self.db_conn)))
@@ -1074,12 +1007,6 @@ def _git(*args: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else "?"
 
 
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
-
-
 def _mib(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f}"
 
@@ -1099,7 +1026,7 @@ def render(facts: dict[str, Any], results: Sequence[Result], scale_name: str) ->
     ]
     for r in results:
         lines.append(
-            f"| {r.what} | {r.n:,} | {_ms(r.p50)} | {_ms(r.p95)} | {r.throughput or '–'} "
+            f"| {r.what} | {r.n:,} | {ms(r.p50)} | {ms(r.p95)} | {r.throughput or '–'} "
             f"| {_peak_cell(r.cost)} |"
         )
     return "\n".join(lines)
@@ -1197,15 +1124,6 @@ def server_env(db_url: str, var_dir: Path, import_bytes: int) -> dict[str, str]:
     return env
 
 
-def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # SystemExit unwinds through the ExitStack, so the database is dropped on `kill` too.
-    raise SystemExit(128 + signum)
-
-
-def log(message: str) -> None:
-    print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace, admin_url: str) -> int:
     scale = Scale().quick() if args.quick else Scale()
     rng = random.Random(20260218)  # noqa: S311 — synthetic data, not security
@@ -1299,7 +1217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not admin_url:
         print(NO_DATABASE_HELP, file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
     try:
         return run(args, admin_url)
     except BenchError as exc:
