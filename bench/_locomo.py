@@ -8,9 +8,10 @@ The scorer is Appendix A's, re-typed: evidence normalisation, hit/all/frac@k, MR
 and the session metrics. The rankers are
 - `Bm25`: BM25 over an inverted index with the knobs the anchors and MemoryHub differ in
   (Lucene idf, k1, b, whether query-term repeats weigh more, the stopword list);
-- `ServerReplica`: memoryhub/recall/search.py's ranking re-done in Python (BM25 k1 1.5 b .75
-  with query-term repeats, raw top-200 pool, × meow decay with its exemptions, ties by
-  insertion order) over the app's own tokenizer and decay table, loaded from the app's files.
+- `ServerReplica`: memoryhub/recall/search.py's ranking re-done in Python (BM25 with the
+  defaults of memoryhub/recall/conf.py, k1 0.3 b 0, query-term repeats, raw top-200 pool,
+  × meow's decay at strength 0.1 with its exemptions, ties by insertion order) over the app's
+  own tokenizer and decay table, loaded from the app's files.
   bench/locomo.py checks it against the server's answers.
 """
 
@@ -356,9 +357,10 @@ class ServerReplica:
     """
 
     conv: Conversation
-    k1: float = float(app_scoring.BM25_K1)
-    b: float = float(app_scoring.BM25_B)
-    decay: float = 1.0
+    # memoryhub/recall/conf.py's defaults; bench/locomo.py checks the replica against the server.
+    k1: float = 0.3
+    b: float = 0.0
+    decay: float = 0.1
     stopwords: frozenset[str] | None = None  # None: the app's tokenizer
     query_repeats: bool = True
     pool: int = 200

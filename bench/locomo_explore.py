@@ -194,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
     )
 
     chosen: list[Variant] = [
-        Variant("server as is (BM25 k1 1.5 b .75 × meow decay, app stopwords)"),
+        Variant("MemoryHub default (k1 0.3 b 0, decay strength 0.1)", 0.3, 0.0, 0.1),
+        Variant("meow-memory exact (BM25 k1 1.5 b .75 × full decay)"),
         Variant("no decay", decay=0.0),
         Variant("Lucene stopwords, decay", stopwords=L.LUCENE_STOPWORDS),
         Variant(

@@ -213,15 +213,22 @@ class MemoryTerm(models.Model):
     """
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
-    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    # No index of its own: memoryterm_lookup leads with the project.
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     term = models.CharField(max_length=64)
     tf = models.PositiveSmallIntegerField()
+    # The memory's term_count, copied so BM25's length normalisation reads postings alone.
+    length = models.PositiveIntegerField(default=0)
 
     class Meta:
         indexes = [
-            # Candidate generation: the postings of a query's terms within one project. All four
-            # columns are keys (not INCLUDE, which SQLite lacks) so scans are index-only.
-            models.Index(fields=["project", "term", "memory", "tf"], name="memoryterm_lookup"),
+            # Ranking reads the postings of a query's terms within one project. Every column
+            # it needs is a key (not INCLUDE, which SQLite lacks) so scans are index-only.
+            models.Index(
+                fields=["project", "term", "memory", "tf", "length"], name="memoryterm_postings"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -81,7 +81,11 @@ def _postings(memories: Sequence[Memory]) -> list[MemoryTerm]:
         memory.term_count = sum(counts.values())
         rows.extend(
             MemoryTerm(
-                memory_id=memory.pk, project_id=memory.project_id, term=term, tf=min(tf, 32767)
+                memory_id=memory.pk,
+                project_id=memory.project_id,
+                term=term,
+                tf=min(tf, 32767),
+                length=memory.term_count,
             )
             for term, tf in counts.items()
         )

@@ -26,17 +26,17 @@ Deviation from meow-memory: terms come from memoryhub.memories.text.tokenize, th
 tokenizer (stemmed English words without stopwords, plus CJK bigrams), not meow's raw
 lower-cased words and bigrams; keywords, index and queries must agree on what a term is.
 
-Cost: candidates are read through the postings index (MemoryTerm) — only memories sharing a
-term with the query can score. The index covers title + content + keywords, a superset of the
-surface, so "shares a term in the index" finds every memory with raw > 0, and when at most
-POOL_LIMIT memories share a term the scores are exactly meow's (df is counted on the
-surfaces of that pool, which holds every candidate with the term on its surface). Beyond
-POOL_LIMIT, approximations keep the cost down: df counts candidates with the term anywhere
-in the index, and only the POOL_LIMIT memories with the best raw over the index, counting
-the query's rarest terms up to RANK_POSTINGS postings, are scored (exactly, on their
-surfaces). N (a COUNT over the bank) is cached for COUNT_TTL_SECONDS per caller and session.
-Legacy surfaces cut at 100 characters may end in a cut word that the index does not have;
-such a fragment cannot match.
+Cost: candidates are read through the postings index (memoryhub.recall.postings) — only
+memories sharing a term with the query can score. The index covers title + content + keywords,
+a superset of the surface, so "shares a term in the index" finds every memory with raw > 0.
+When the query's terms have at most POOL_LIMIT postings in the whole bank, every memory sharing
+one is scored and the scores are exactly meow's (df counted on the surfaces of that pool, which
+holds every candidate with the term on its surface). Beyond that, approximations keep the cost
+down: df counts memories of the bank with the term anywhere in the index, and only the
+POOL_LIMIT visible memories with the best Σ idf × count over the index (common terms pruned as
+in search) are scored, exactly, on their surfaces. N (a COUNT of the candidates) is cached for
+COUNT_TTL_SECONDS per caller and session. Legacy surfaces cut at 100 characters may end in a
+cut word that the index does not have; such a fragment cannot match.
 """
 
 from __future__ import annotations
@@ -46,14 +46,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.core.cache import cache
-from django.db.models import Case, Count, FloatField, Q, Sum, Value, When
+from django.db.models import Q
 from django.db.models.functions import Substr
 from django.utils import timezone
 
 from memoryhub.memories.kinds import Kind, Scope
-from memoryhub.memories.models import Memory, MemoryTerm
+from memoryhub.memories.models import Memory
 from memoryhub.memories.text import tokenize
-from memoryhub.recall import scoring, selectors
+from memoryhub.recall import postings, scoring, selectors
 from memoryhub.sessions.models import AgentSession
 from projects.selectors import ProjectAccess
 
@@ -64,7 +64,6 @@ HIT_KINDS = (Kind.FACT, Kind.LESSON, Kind.RULE, Kind.TOPIC)
 IMPORTANCE_STEP = 0.25
 TITLE_BONUS = 1.2
 POOL_LIMIT = 500
-RANK_POSTINGS = 20_000
 COUNT_TTL_SECONDS = 60
 
 
@@ -124,36 +123,24 @@ def _pool(
     access: ProjectAccess, session: AgentSession | None, qtf: Counter[str]
 ) -> tuple[list[int], dict[str, int] | None]:
     """Ids of the candidates to score, and the index df to use (None: count df on surfaces)."""
-    postings = MemoryTerm.objects.filter(project=access.project, term__in=list(qtf)).filter(
-        _candidates(access, session, "memory__")
-    )
-    ids = list(postings.values_list("memory_id", flat=True).distinct()[: POOL_LIMIT + 1])
-    if len(ids) <= POOL_LIMIT:
-        return ids, None
-    df = dict(postings.values("term").annotate(df=Count("id")).values_list("term", "df"))
+    project_id = access.project.pk
+    df = postings.document_frequencies(project_id, list(qtf))
+    if not df:
+        return [], None
+    visible = Memory.objects.filter(_candidates(access, session))
+    if sum(df.values()) <= POOL_LIMIT:
+        ids = postings.memory_ids_with_terms(project_id, list(df))
+        return list(visible.filter(pk__in=ids).values_list("pk", flat=True)), None
     n = candidate_total(access, session, at_least=max(df.values()))
-    # Rank the pool on the rarest terms only, up to RANK_POSTINGS postings (at least one
-    # term): common terms cost the most postings and weigh the least (low idf).
-    ranked_terms: list[str] = []
-    volume = 0
-    for term in sorted(df, key=lambda t: (df[t], t)):
-        if ranked_terms and volume + df[term] > RANK_POSTINGS:
-            break
-        ranked_terms.append(term)
-        volume += df[term]
-    weight = Case(
-        *(When(term=t, then=Value(scoring.idf(n, df[t]) * qtf[t])) for t in ranked_terms),
-        default=Value(0.0),
-        output_field=FloatField(),
-    )
-    best = (
-        postings.filter(term__in=ranked_terms)
-        .values("memory_id")
-        .annotate(raw=Sum(weight))
-        .order_by("-raw", "memory_id")
-        .values_list("memory_id", flat=True)[:POOL_LIMIT]
-    )
-    return list(best), df
+    weights = {t: scoring.idf(n, df[t]) * qtf[t] for t in df}
+    presence = postings.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a term counts once, as on surfaces
+    ranked = postings.top_memories(project_id, weights, df, presence, POOL_LIMIT)
+    ids = list(visible.filter(pk__in=[i for i, _ in ranked]).values_list("pk", flat=True))
+    if len(ranked) == POOL_LIMIT and len(ids) < POOL_LIMIT // 2:
+        where = _candidates(access, session, "memory__")
+        ranked = postings.top_memories(project_id, weights, df, presence, POOL_LIMIT, where=where)
+        ids = [i for i, _ in ranked]
+    return ids, df
 
 
 def keyword_hits(

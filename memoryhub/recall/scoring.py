@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-BM25_K1 = 1.5
-BM25_B = 0.75
 SUPER_MATCH = 0.85  # raw ≥ 0.85 × the best raw score: exempt from decay
 DECAY_EXEMPT_IMPORTANCE = 3
 
@@ -37,9 +35,17 @@ def recency_weight(updated_at: datetime, now: datetime) -> float:
 
 
 def decayed(
-    raw: float, *, best_raw: float, importance: int, updated_at: datetime, now: datetime
+    raw: float,
+    *,
+    best_raw: float,
+    importance: int,
+    updated_at: datetime,
+    now: datetime,
+    strength: float = 1.0,
 ) -> float:
-    """raw × recency weight, unless the memory is important or a super match."""
+    """raw × recency weight, unless the memory is important or a super match.
+
+    `strength` s softens the decay to raw × (1 − s + s × weight): 1 is meow-memory's, 0 none."""
     if importance >= DECAY_EXEMPT_IMPORTANCE or raw >= SUPER_MATCH * best_raw:
         return raw
-    return raw * recency_weight(updated_at, now)
+    return raw * (1 - strength + strength * recency_weight(updated_at, now))

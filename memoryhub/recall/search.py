@@ -1,9 +1,11 @@
-"""memory_search: BM25 over the bank's inverted index, × meow-memory's recency decay.
+"""memory_search: BM25 over the bank's inverted index, × a recency decay.
 
-Candidates come from the postings of the query's terms (an index range scan per term), so the
-cost follows how many memories share the query's words, not the size of the bank. idf and the
-average length are computed over the whole project bank (cached briefly); filters narrow the
-candidates.
+Candidates and their raw BM25 come from the postings of the query's terms (memoryhub.recall.
+postings: index-only scans, common terms pruned on large banks), so the cost follows how many
+memories share the query's rarer words, not the size of the bank. idf and the average length
+are over the whole project bank; filters are applied to the ranked candidates, with a joined
+second pass when they remove most of them. k1, b and the decay's strength are per-project
+settings (memoryhub.recall.conf); meow-memory's exact ranking is one setting away.
 """
 
 from __future__ import annotations
@@ -12,26 +14,23 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Avg, Case, Count, F, FloatField, Q, Sum, Value, When
-from django.db.models.functions import Cast
+from django.db.models import F, Q
 from django.utils import timezone
 
 from memoryhub.memories import text
 from memoryhub.memories.kinds import Scope
-from memoryhub.memories.models import Memory, MemoryTerm
-from memoryhub.recall import scoring
+from memoryhub.memories.models import Memory
+from memoryhub.recall import postings, scoring
+from memoryhub.recall.conf import recall_config
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.models import AgentSession, SessionRecord
-from projects.models import Project
 from projects.selectors import ProjectAccess
 
 QUERY_MAX_TERMS = 64
-# Raw-BM25 candidates re-ranked with the decay: decay only ever lowers a score, so a memory
-# outside the raw top-N would need a ≥ 2× raw deficit recovered by recency to matter.
+# Raw-BM25 candidates re-ranked with the decay. With the default strength (0.1) a memory's
+# score stays within 10 % of its raw score, so the top 20 come from far fewer than 200.
 RERANK_POOL = 200
-STATS_TTL_SECONDS = 60
 FIRST_UNSEEN_BLIND = 5  # meow-memory's 5 + 5: the first five whatever was seen
 
 
@@ -55,68 +54,48 @@ class Hit:
     raw: float
 
 
-def bank_stats(project: Project) -> tuple[int, float]:
-    """(number of memories, average term count) of the project's bank."""
-    key = f"recall:stats:{project.pk}"
-    stats = cache.get(key)
-    if stats is None:
-        row = Memory.objects.filter(project=project).aggregate(n=Count("id"), avg=Avg("term_count"))
-        stats = (row["n"] or 0, float(row["avg"] or 0.0))
-        cache.set(key, stats, STATS_TTL_SECONDS)
-    return stats
+def _filters(access: ProjectAccess, query: SearchQuery, now: datetime, prefix: str = "") -> Q:
+    def q(**lookups: object) -> Q:
+        return Q(**{prefix + key: value for key, value in lookups.items()})
 
-
-def _filters(access: ProjectAccess, query: SearchQuery, now: datetime) -> Q:
-    q = Q(memory__status__in=query.statuses) & (
-        Q(memory__scope=Scope.PROJECT) | Q(memory__owner=access.actor.user)
-    )
+    visible = q(status__in=query.statuses) & (q(scope=Scope.PROJECT) | q(owner=access.actor.user))
     if query.kinds:
-        q &= Q(memory__kind__in=query.kinds)
+        visible &= q(kind__in=query.kinds)
     if query.scope:
-        q &= Q(memory__scope=query.scope)
+        visible &= q(scope=query.scope)
     if query.subcategory:
-        q &= Q(memory__subcategory=query.subcategory)
+        visible &= q(subcategory=query.subcategory)
     if query.days is not None:
-        q &= Q(memory__created_at__gte=now - timedelta(days=query.days))
-    return q
+        visible &= q(created_at__gte=now - timedelta(days=query.days))
+    return visible
 
 
-def raw_bm25(
-    access: ProjectAccess, query: SearchQuery, now: datetime, limit: int
-) -> list[tuple[int, float]]:
-    """(memory id, raw BM25) of the best `limit` candidates, best first."""
+def raw_pool(
+    access: ProjectAccess, query: SearchQuery, now: datetime, size: int
+) -> list[tuple[Memory, float]]:
+    """(memory, raw BM25) of the best `size` memories the query may return, best first."""
     qtf = Counter(text.tokenize(query.text))
     terms = [t for t, _ in qtf.most_common(QUERY_MAX_TERMS)]
     if not terms:
         return []
-    n_docs, avgdl = bank_stats(access.project)
-    if n_docs == 0:
+    project_id = access.project.pk
+    df = postings.document_frequencies(project_id, terms)
+    if not df:
         return []
-    postings = MemoryTerm.objects.filter(project=access.project, term__in=terms)
-    df = dict(postings.values_list("term").annotate(df=Count("id")).values_list("term", "df"))
+    n_docs, avgdl = postings.bank_stats(project_id)
+    n_docs = max(n_docs, *df.values())  # the cached count may lag behind a fresh df
     # meow-memory sums over query tokens with repeats: a repeated word weighs qtf times.
-    weight = {t: scoring.idf(n_docs, df[t]) * qtf[t] for t in terms if t in df}
-    if not weight:
-        return []
-    k1, b = scoring.BM25_K1, scoring.BM25_B
-    tf = Cast("tf", FloatField())
-    length_norm = Value(k1 * (1 - b)) + Value(k1 * b / max(avgdl, 1e-9)) * Cast(
-        "memory__term_count", FloatField()
-    )
-    term_weight = Case(
-        *(When(term=t, then=Value(w)) for t, w in weight.items()),
-        default=Value(0.0),
-        output_field=FloatField(),
-    )
-    score = Sum(term_weight * tf * Value(k1 + 1) / (tf + length_norm), output_field=FloatField())
-    rows = (
-        postings.filter(term__in=list(weight))
-        .filter(_filters(access, query, now))
-        .values("memory_id")
-        .annotate(raw=score)
-        .order_by("-raw", "memory_id")[:limit]
-    )
-    return [(row["memory_id"], row["raw"]) for row in rows]
+    weights = {t: scoring.idf(n_docs, df[t]) * qtf[t] for t in df}
+    config = recall_config(access.project.settings)
+    bm25 = postings.Bm25(k1=config.search_k1, b=config.search_b, avgdl=avgdl)
+    ranked = postings.top_memories(project_id, weights, df, bm25, size)
+    visible = Memory.objects.filter(_filters(access, query, now)).in_bulk([i for i, _ in ranked])
+    if len(ranked) == size and len(visible) < size // 2:
+        # The filters removed most of the best: rank again among the visible ones only.
+        where = _filters(access, query, now, prefix="memory__")
+        ranked = postings.top_memories(project_id, weights, df, bm25, size, where=where)
+        visible = Memory.objects.in_bulk([i for i, _ in ranked])
+    return [(visible[i], raw) for i, raw in ranked if i in visible]
 
 
 def _seen_ids(session: AgentSession) -> set[int]:
@@ -139,25 +118,26 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
     5 + 5). Results are recorded as searched by the session and their hit counts go up.
     """
     now = query.as_of or timezone.now()
-    pool = raw_bm25(access, query, now, max(RERANK_POOL, query.k * 4))
+    pool = raw_pool(access, query, now, max(RERANK_POOL, query.k * 4))
     if not pool:
         return []
-    memories = Memory.objects.in_bulk([memory_id for memory_id, _ in pool])
+    strength = recall_config(access.project.settings).search_decay
     best = pool[0][1]
     ranked = sorted(
         (
             Hit(
-                memory=memories[mid],
+                memory=memory,
                 raw=raw,
                 score=scoring.decayed(
                     raw,
                     best_raw=best,
-                    importance=memories[mid].importance,
-                    updated_at=memories[mid].updated_at,
+                    importance=memory.importance,
+                    updated_at=memory.updated_at,
                     now=now,
+                    strength=strength,
                 ),
             )
-            for mid, raw in pool
+            for memory, raw in pool
         ),
         # Ties: insertion order, earlier first (the LoCoMo-R protocol's rule too).
         key=lambda hit: (-hit.score, hit.memory.created_at, hit.memory.pk),

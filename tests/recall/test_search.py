@@ -9,8 +9,10 @@ from rest_framework.test import APIClient
 
 from memoryhub.memories.text import tokenize
 from memoryhub.recall import scoring
+from memoryhub.recall import search as search_module
 
-URL = "/api/v1/projects/alpha/memories/"
+PROJECT = "/api/v1/projects/alpha/"
+URL = PROJECT + "memories/"
 SEARCH = URL + "search/"
 
 
@@ -49,21 +51,75 @@ def test_idf_and_decay_match_hand_computed_values() -> None:
 def test_bm25_scores_match_hand_computed_values(alice_client: APIClient) -> None:
     a = add(alice_client, "deploy docker")  # terms: deploy docker (dl 2)
     b = add(alice_client, "docker compose docker")  # docker compos docker (dl 3)
-    # N = 2, avgdl = 2.5, df(docker) = 2 → idf = ln(1.2); k1 = 1.5, b = 0.75
+    # N = 2, avgdl = 2.5, df(docker) = 2 → idf = ln(1.2); defaults k1 = 0.3, b = 0
+    idf = math.log(1.2)
+    results = search(alice_client, q="docker")
+    assert [r["id"] for r in results] == [b, a]
+    assert results[0]["score"] == pytest.approx(idf * 2 * 1.3 / (2 + 0.3))
+    assert results[1]["score"] == pytest.approx(idf * 1 * 1.3 / (1 + 0.3))
+    twice = search(alice_client, q="docker docker")  # query repeats count (meow-memory)
+    assert twice[0]["score"] == pytest.approx(2 * results[0]["score"])
+
+
+def test_meow_memorys_exact_ranking_is_a_project_setting(alice_client: APIClient) -> None:
+    meow = {"recall": {"search_k1": 1.5, "search_b": 0.75, "search_decay": 1}}
+    response = alice_client.patch(PROJECT, {"settings": meow}, format="json")
+    assert response.status_code == 200, response.content
+    a = add(alice_client, "deploy docker")
+    b = add(alice_client, "docker compose docker")
     idf = math.log(1.2)
     score_a = idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 2 / 2.5))
     score_b = idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 3 / 2.5))
     results = search(alice_client, q="docker")
-    assert [r["id"] for r in results] == [b, a]
-    assert results[0]["score"] == pytest.approx(score_b)
-    assert results[1]["score"] == pytest.approx(score_a)
-    twice = search(alice_client, q="docker docker")  # query repeats count (meow-memory)
-    assert twice[0]["score"] == pytest.approx(2 * score_b)
+    assert [(r["id"], r["score"]) for r in results] == [
+        (b, pytest.approx(score_b)),
+        (a, pytest.approx(score_a)),
+    ]
+    # Full decay: a year-old memory that is no super match keeps 8 % of its score.
+    # N = 3, df(docker) = 3, avgdl = 2, dl = 1.
+    old = "2024-01-01T00:00:00Z"
+    c = add(alice_client, "docker", created_at=old, updated_at=old)
+    scores = {r["id"]: r["score"] for r in search(alice_client, q="docker compose")}
+    raw_c = math.log(1 + 0.5 / 3.5) * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 1 / 2))
+    assert scores[c] == pytest.approx(0.08 * raw_c)
+
+
+@pytest.mark.parametrize(
+    "recall, message",
+    [
+        ({"search_k1": -1}, "recall.search_k1 must be a number from 0 to 10."),
+        ({"search_b": 2}, "recall.search_b must be a number from 0 to 1."),
+        ({"search_decay": "strong"}, "recall.search_decay must be a number from 0 to 1."),
+        ({"bm25": 1}, "Unknown recall setting 'bm25'."),
+        ("fast", "project settings 'recall' must be an object."),
+    ],
+)
+def test_bad_ranking_settings_answer_400(
+    alice_client: APIClient, recall: Any, message: str
+) -> None:
+    alice_client.patch(PROJECT, {"settings": {"recall": recall}}, format="json")
+    add(alice_client, "docker")
+    response = alice_client.get(SEARCH, {"q": "docker"})
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == message
+
+
+def test_filters_that_remove_most_candidates_rank_again_among_visible_ones(
+    alice_client: APIClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_module, "RERANK_POOL", 4)
+    archived = [add(alice_client, "kafka kafka kafka kafka partition") for _ in range(6)]
+    for memory_id in archived:
+        alice_client.post(f"{URL}{memory_id}/archive/", {}, format="json")
+    active = add(alice_client, "kafka consumer group notes for the payments team")
+    # The four best by BM25 are archived; the active one is found in the second pass.
+    assert [r["id"] for r in search(alice_client, q="kafka partition", k=1)] == [active]
+    assert len(search(alice_client, q="kafka partition", k=1, status="archived")) == 1
 
 
 def test_recency_decay_and_its_exemptions(alice_client: APIClient) -> None:
     old = "2024-01-01T00:00:00Z"
-    weak_old = add(alice_client, "redis cache redis layer notes", created_at=old, updated_at=old)
+    weak_old = add(alice_client, "redis layer notes", created_at=old, updated_at=old)
     important_old = add(alice_client, "redis cache", importance=3, created_at=old, updated_at=old)
     fresh = add(alice_client, "redis")
     results = {
@@ -73,7 +129,9 @@ def test_recency_decay_and_its_exemptions(alice_client: APIClient) -> None:
     assert set(results) == {weak_old, important_old, fresh}
     later = {r["id"]: r["score"] for r in search(alice_client, q="redis cache")}
     assert later[important_old] == pytest.approx(results[important_old])  # importance ≥ 3
-    assert later[weak_old] < results[weak_old]
+    # Not a super match (< 0.85 × the best), old: the default strength 0.1 leaves
+    # 0.9 + 0.1 × 0.08 of its score (it is 12 hours old at as_of: weight 1).
+    assert later[weak_old] == pytest.approx(results[weak_old] * (0.9 + 0.1 * 0.08))
 
 
 def test_filters(alice_client: APIClient) -> None:

@@ -1,0 +1,47 @@
+"""Ranking knobs of memory_search, overridable per project in project.settings["recall"].
+
+meow-memory ranks with BM25 k1 1.5, b 0.75 × its full step decay (search_decay 1). The defaults
+here were chosen on LoCoMo-R's dev split (bench/locomo_explore.py, README): memories are short,
+so term-frequency saturation and length normalisation barely help (k1 0.3, b 0), and the full
+decay buries an old memory that answers the question under newer near-misses (−8 points of
+hit@5), so recency only nudges the order: score = raw × (1 − s + s × weight), weight from the
+step table, s = search_decay. Setting {"search_k1": 1.5, "search_b": 0.75, "search_decay": 1}
+gives meow-memory's exact ranking. Keyword hits always use meow's formula.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from memoryhub.core.exceptions import ApplicationError
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    search_k1: float = 0.3
+    search_b: float = 0.0
+    search_decay: float = 0.1
+
+
+_BOUNDS = {"search_k1": (0.0, 10.0), "search_b": (0.0, 1.0), "search_decay": (0.0, 1.0)}
+
+
+def recall_config(project_settings: dict[str, Any]) -> RecallConfig:
+    overrides = project_settings.get("recall", {}) or {}
+    if not isinstance(overrides, dict):
+        raise ApplicationError("project settings 'recall' must be an object.")
+    known = {f.name for f in fields(RecallConfig)}
+    values: dict[str, float] = {}
+    for name, value in overrides.items():
+        if name not in known:
+            raise ApplicationError(f"Unknown recall setting {name!r}.")
+        low, high = _BOUNDS[name]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not low <= value <= high
+        ):
+            raise ApplicationError(f"recall.{name} must be a number from {low:g} to {high:g}.")
+        values[name] = float(value)
+    return RecallConfig(**values)
