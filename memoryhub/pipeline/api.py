@@ -13,7 +13,9 @@ from memoryhub.core.health import worker_status
 from memoryhub.core.services import audit_record
 from memoryhub.llm import selectors as llm_selectors
 from memoryhub.llm.api import LlmUsageApi
-from memoryhub.pipeline import dispatch, dream, selectors, services, tasks
+from memoryhub.pipeline import dispatch, selectors, services, tasks
+from memoryhub.pipeline.dream import schedule
+from memoryhub.pipeline.dream import selectors as dream_selectors
 from memoryhub.sessions.selectors import session_get
 from projects.models import Role
 from projects.selectors import project_access
@@ -182,8 +184,8 @@ class BankDreamApi(APIView):
         """The dream schedule of the project and its last dream runs (one job per window)."""
         access = project_access(slug=slug, actor=actor_of(request))
         data = {
-            "schedule": dream.dream_schedule(project=access.project),
-            "runs": dream.dream_runs(project=access.project),
+            "schedule": dream_selectors.dream_schedule(project=access.project),
+            "runs": dream_selectors.dream_runs(project=access.project),
         }
         return Response(self.BankDreamOutput(data).data)
 
@@ -200,8 +202,8 @@ class BankDreamApi(APIView):
         session = (
             session_get(access=access, ref=ref)
             if ref
-            else dream.latest_window(project=access.project)
+            else dream_selectors.latest_window(project=access.project)
         )
-        job = dream.dream_request(project=access.project, session=session, actor=access.actor)
+        job = schedule.dream_request(project=access.project, session=session, actor=access.actor)
         dispatch.send(tasks.dream_run, job.pk)
         return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)

@@ -7,7 +7,8 @@ import logging
 from typing import Any
 
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.pipeline import dream, services, tasks
+from memoryhub.pipeline import services, tasks
+from memoryhub.pipeline.dream import schedule
 from memoryhub.pipeline.models import Job
 from projects.models import Project
 
@@ -27,7 +28,7 @@ def scan_project(project: Project) -> dict[str, int]:
     if consolidate is not None:
         send(tasks.consolidate_run, consolidate)
     # At most one window per project per scan (meow starts one per tick).
-    window = dream.dream_enqueue_due(project=project)
+    window = schedule.dream_enqueue_due(project=project)
     if window is not None:
         send(tasks.dream_run, window)
     return {

@@ -52,6 +52,6 @@ def rebuild_run(job_id: int) -> None:
 
 @_transient
 def dream_run(job_id: int) -> None:
-    from memoryhub.pipeline import dream
+    from memoryhub.pipeline.dream import runner
 
-    dream.dream_run(job_id=job_id)
+    runner.dream_run(job_id=job_id)

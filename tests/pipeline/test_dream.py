@@ -19,8 +19,10 @@ from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.models import AuditEvent
 from memoryhub.memories.models import Memory, MemoryEvent
 from memoryhub.memories.services import MemoryInput, memory_create
-from memoryhub.pipeline import dispatch, dream, jobs
+from memoryhub.pipeline import dispatch, jobs
 from memoryhub.pipeline.conf import pipeline_config
+from memoryhub.pipeline.dream import runner, schedule, selectors
+from memoryhub.pipeline.dream.operations import validate_operations
 from memoryhub.pipeline.models import Job
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.models import AgentSession, SessionRecord
@@ -98,9 +100,9 @@ def remember(
 
 
 def run_due(project: Project) -> Job:
-    job_id = dream.dream_enqueue_due(project=project)
+    job_id = schedule.dream_enqueue_due(project=project)
     assert job_id is not None
-    assert dream.dream_run(job_id=job_id) == "done", Job.objects.get(pk=job_id).last_error
+    assert runner.dream_run(job_id=job_id) == "done", Job.objects.get(pk=job_id).last_error
     return Job.objects.get(pk=job_id)
 
 
@@ -154,7 +156,7 @@ def test_an_idle_window_is_due_and_a_busy_or_old_one_is_not(project: Project, al
     make_window(project, alice, "busy", idle_hours=1)
     make_window(project, alice, "old", idle_hours=25)
     idle = make_window(project, alice, "idle", idle_hours=3.5)
-    job_id = dream.dream_enqueue_due(project=project)
+    job_id = schedule.dream_enqueue_due(project=project)
     assert job_id is not None
     job = Job.objects.get(pk=job_id)
     assert (job.kind, job.key, job.session_id) == ("dream", f"session:{idle.public_id}", idle.pk)
@@ -186,8 +188,8 @@ def test_suppression_windows_follow_the_projects_timezone(
         hour=hour, minute=minute, second=0, microsecond=0, tzinfo=UTC
     )
     make_window(project, alice, now=now)
-    assert (dream.dream_enqueue_due(project=project, now=now) is not None) == due
-    suppressed_by = dream.dream_schedule(project=project, now=now)["suppressed_by"]
+    assert (schedule.dream_enqueue_due(project=project, now=now) is not None) == due
+    suppressed_by = selectors.dream_schedule(project=project, now=now)["suppressed_by"]
     assert suppressed_by is None if due else suppressed_by in ("09:00-12:00", "14:00-18:00")
 
 
@@ -197,7 +199,7 @@ def test_a_window_wrapping_midnight_suppresses_both_sides(project: Project) -> N
     for clock, suppressed in (("22:44", False), ("22:46", True), ("00:30", True), ("01:00", False)):
         hour, minute = map(int, clock.split(":"))
         now = at.replace(hour=hour, minute=minute)
-        assert bool(dream.suppression(now=now, tz="UTC", config=config)) == suppressed, clock
+        assert bool(schedule.suppression(now=now, tz="UTC", config=config)) == suppressed, clock
 
 
 def test_a_dreamed_window_waits_for_news_and_for_the_cooldown(
@@ -207,14 +209,14 @@ def test_a_dreamed_window_waits_for_news_and_for_the_cooldown(
     window = make_window(project, alice)
     job = run_due(project)
     assert job.status == Job.Status.DONE and job.success_watermark == job.input_watermark
-    assert dream.dream_enqueue_due(project=project) is None  # dreamed since its last event
+    assert schedule.dream_enqueue_due(project=project) is None  # dreamed since its last event
 
     AgentSession.objects.filter(pk=window.pk).update(
         last_active_at=window.last_active_at + timedelta(minutes=20)
     )
-    assert dream.dream_enqueue_due(project=project) is None  # within the 6 h cooldown
+    assert schedule.dream_enqueue_due(project=project) is None  # within the 6 h cooldown
     Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=7))
-    assert dream.dream_enqueue_due(project=project) == job.pk
+    assert schedule.dream_enqueue_due(project=project) == job.pk
 
 
 def test_stage1_output_after_a_dream_makes_the_window_due_again(
@@ -223,9 +225,9 @@ def test_stage1_output_after_a_dream_makes_the_window_due_again(
     configure(project, dream_cooldown_hours=0)
     window = make_window(project, alice)
     run_due(project)
-    assert dream.dream_enqueue_due(project=project) is None
+    assert schedule.dream_enqueue_due(project=project) is None
     remember(project, "The deploy script lives in ops/deploy.sh.", window=window)
-    assert dream.dream_enqueue_due(project=project) is not None
+    assert schedule.dream_enqueue_due(project=project) is not None
 
 
 def test_one_window_per_scan_and_none_while_a_dream_of_the_bank_runs(
@@ -234,12 +236,12 @@ def test_one_window_per_scan_and_none_while_a_dream_of_the_bank_runs(
     configure(project)
     make_window(project, alice, "newer", idle_hours=4)
     older = make_window(project, alice, "older", idle_hours=5)
-    first = dream.dream_enqueue_due(project=project)
+    first = schedule.dream_enqueue_due(project=project)
     assert first is not None
     assert Job.objects.get(pk=first).session_id == older.pk
-    assert dream.dream_enqueue_due(project=project) == first  # the same until it is claimed
+    assert schedule.dream_enqueue_due(project=project) == first  # the same until it is claimed
     assert jobs.claim(first, lease_seconds=600) is not None
-    assert dream.dream_enqueue_due(project=project) is None
+    assert schedule.dream_enqueue_due(project=project) is None
     assert dispatch.scan_project(project)["dream"] == 0
 
 
@@ -249,19 +251,19 @@ def test_attempts_are_bounded_and_failures_visible(
     fake_llm.configure(settings, max_retries=0)
     configure(project, dream_max_attempts=2, dream_cooldown_hours=0)
     remember(project, "The API server runs on Node 18.", window=make_window(project, alice))
-    job_id = dream.dream_enqueue_due(project=project)
+    job_id = schedule.dream_enqueue_due(project=project)
     assert job_id is not None
-    assert dream.dream_run(job_id=job_id) == "error"  # the fake LLM has no scripted answer
+    assert runner.dream_run(job_id=job_id) == "error"  # the fake LLM has no scripted answer
     job = Job.objects.get(pk=job_id)
     assert (job.status, job.retries_remaining) == (Job.Status.ERROR, 1)
     assert "no scripted reply" in job.last_error
     assert job.detail["rounds"][0]["name"] == "atomic" and "error" in job.detail["rounds"][0]
-    assert dream.dream_enqueue_due(project=project) == job_id
-    assert dream.dream_run(job_id=job_id) == "error"
+    assert schedule.dream_enqueue_due(project=project) == job_id
+    assert runner.dream_run(job_id=job_id) == "error"
     job.refresh_from_db()
     assert (job.status, job.retries_remaining) == (Job.Status.FAILED, 0)
-    assert dream.dream_enqueue_due(project=project) is None
-    assert dream.dream_run(job_id=job_id) == "skipped"
+    assert schedule.dream_enqueue_due(project=project) is None
+    assert runner.dream_run(job_id=job_id) == "skipped"
 
 
 # --- the manual trigger -------------------------------------------------------------------------
@@ -274,12 +276,12 @@ def test_the_manual_trigger_bypasses_idle_suppression_and_cooldown(
     project.settings = {"pipeline": {"dream_suppress_windows": ["00:00-23:59"]}}
     project.save(update_fields=["timezone", "settings"])
     window = make_window(project, alice, idle_hours=0.01)
-    assert dream.dream_enqueue_due(project=project) is None
+    assert schedule.dream_enqueue_due(project=project) is None
 
     response = alice_client.post(DREAM_URL, {"session_id": "w1"}, format="json")
     assert response.status_code == 202, response.content
     assert response.json()["key"] == f"session:{window.public_id}"
-    assert dream.dream_run(job_id=response.json()["id"]) == "done"
+    assert runner.dream_run(job_id=response.json()["id"]) == "done"
     job = Job.objects.get(pk=response.json()["id"])
     assert job.detail["trigger"] == "manual"
     assert job.detail["requested_by"]["by"].startswith("alice")
@@ -287,7 +289,7 @@ def test_the_manual_trigger_bypasses_idle_suppression_and_cooldown(
 
     again = alice_client.post(DREAM_URL, {"session_id": str(window.public_id)}, format="json")
     assert again.status_code == 202  # nothing new and within the cooldown: still runs
-    assert dream.dream_run(job_id=job.pk) == "done"
+    assert runner.dream_run(job_id=job.pk) == "done"
 
     runs = alice_client.get(DREAM_URL).json()
     assert runs["schedule"]["timezone"] == "Asia/Shanghai"
@@ -312,7 +314,7 @@ def test_the_manual_trigger_defaults_to_the_latest_window_and_respects_the_lease
 
     refused = alice_client.post(DREAM_URL, {"session_id": "latest"}, format="json")
     assert refused.status_code == 409
-    assert dream.dream_run(job_id=response.json()["id"]) == "skipped"
+    assert runner.dream_run(job_id=response.json()["id"]) == "skipped"
     assert alice_client.post(DREAM_URL, {"session_id": "nope"}, format="json").status_code == 404
     assert latest.pk == Job.objects.get(pk=response.json()["id"]).session_id
 
@@ -679,9 +681,9 @@ def test_an_operation_outside_the_rounds_scope_fails_the_round_visibly(
     wrong = ops({"op": "archive", "id": str(outsider.public_id), "reason": "old"})
     fake_llm.reply(wrong)
     fake_llm.reply(wrong)  # the repair makes the same mistake
-    job_id = dream.dream_enqueue_due(project=project)
+    job_id = schedule.dream_enqueue_due(project=project)
     assert job_id is not None
-    assert dream.dream_run(job_id=job_id) == "error"
+    assert runner.dream_run(job_id=job_id) == "error"
     job = Job.objects.get(pk=job_id)
     assert job.status == Job.Status.ERROR and job.retries_remaining == 2
     assert "LlmInvalidOutput" in job.last_error and "not the id of a memory" in job.last_error
@@ -746,7 +748,7 @@ def test_round_answers_of_the_wrong_shape_are_refused(llm_window: dict[str, Any]
         ),
     ):  # fmt: skip
         with pytest.raises(ValueError, match=problem):
-            dream.validate_operations(answer, round_name="atomic", scope=scope, user_scope=True)
+            validate_operations(answer, round_name="atomic", scope=scope, user_scope=True)
 
 
 # --- the lease and a real worker ----------------------------------------------------------------
@@ -757,11 +759,11 @@ def test_a_second_dream_of_the_same_window_is_skipped(project: Project, alice: U
     window = make_window(project, alice)
     older = remember(project, "The API server runs on Node 18.", window=window)
     remember(project, "The API server runs on Node 20.", window=window)
-    job_id = dream.dream_enqueue_due(project=project)
+    job_id = schedule.dream_enqueue_due(project=project)
     assert job_id is not None
     claim = jobs.claim(job_id, lease_seconds=1800)  # another worker is dreaming
     assert claim is not None
-    assert dream.dream_run(job_id=job_id) == "skipped"
+    assert runner.dream_run(job_id=job_id) == "skipped"
     assert state(older)[0] == Memory.Status.ACTIVE
     assert Job.objects.get(pk=job_id).status == Job.Status.RUNNING
 

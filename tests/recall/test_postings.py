@@ -29,12 +29,12 @@ def remember(project: Project, alice: User) -> Remember:
     return make
 
 
-def rank(project: Project, query: list[str], limit: int, **kwargs: object) -> list[int]:
+def rank(project: Project, query: list[str], limit: int, where: Q | None = None) -> list[int]:
     df = postings.document_frequencies(project.pk, query)
     n, avgdl = postings.bank_stats(project.pk)
     weights = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in df}
     bm25 = postings.Bm25(k1=1.2, b=0.75, avgdl=avgdl)
-    return [i for i, _ in postings.top_memories(project.pk, weights, df, bm25, limit, **kwargs)]
+    return [i for i, _ in postings.top_memories(project.pk, weights, df, bm25, limit, where)]
 
 
 def test_postings_carry_the_memory_length(project: Project, remember: Remember) -> None:

@@ -7,7 +7,8 @@ from django.http import Http404
 
 from accounts.actors import Actor
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.pipeline import dispatch, dream, tasks
+from memoryhub.pipeline import dispatch, tasks
+from memoryhub.pipeline.dream import runner, schedule, selectors
 from memoryhub.pipeline.management.commands._bank import project_by_slug
 
 
@@ -26,11 +27,11 @@ class Command(BaseCommand):
         project = project_by_slug(options["slug"])
         try:
             session = (
-                dream.window_get(project=project, ref=options["session"])
+                selectors.window_get(project=project, ref=options["session"])
                 if options["session"]
-                else dream.latest_window(project=project)
+                else selectors.latest_window(project=project)
             )
-            job = dream.dream_request(
+            job = schedule.dream_request(
                 project=project, session=session, actor=Actor.for_system("cli")
             )
         except (ApplicationError, Http404) as exc:
@@ -38,7 +39,7 @@ class Command(BaseCommand):
         if not options["now"]:
             dispatch.send(tasks.dream_run, job.pk)
             return f"Dream of {session.external_id} queued (job {job.pk}); see bank/dream/."
-        outcome = dream.dream_run(job_id=job.pk)
+        outcome = runner.dream_run(job_id=job.pk)
         job.refresh_from_db()
         if outcome != "done":
             return f"Dream of {session.external_id} {outcome}: {job.last_error or 'lease held'}"
