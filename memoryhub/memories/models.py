@@ -141,6 +141,8 @@ class Memory(models.Model):
         return f"{self.kind}:{self.title or self.content[:40]}"
 
     def clean(self) -> None:
+        """The Meta constraints' invariants, checked in Python: the services skip Django's
+        constraint validation, which costs one query per constraint per memory."""
         errors: dict[str, str] = {}
         if self.goal and self.kind != Kind.TOPIC:
             errors["goal"] = "Only topic memories have a goal."
@@ -148,6 +150,10 @@ class Memory(models.Model):
             errors["subcategory"] = "Only project memories have a subcategory."
         if self.scope == Scope.USER and self.owner_id is None:
             errors["scope"] = "A user-scope memory needs an owner."
+        if self.scope == Scope.PROJECT and self.owner_id is not None:
+            errors["scope"] = "A project-scope memory has no owner."
+        if self.importance < 1:
+            errors["importance"] = "must be at least 1."
         if (
             self.source_record_start is not None
             and self.source_record_end is not None
