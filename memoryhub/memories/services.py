@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -10,13 +11,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.actors import Actor
 from memoryhub.core import redaction
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.memories import similarity, text
+from memoryhub.memories import index, similarity, text
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
 from memoryhub.memories.models import Memory, MemoryEvent, MemoryTerm, content_hash
 from projects.models import Project
@@ -72,12 +73,17 @@ def index_text(memory: Memory) -> str:
     return "\n".join([memory.title, memory.content, " ".join(memory.keywords)])
 
 
-def _postings(memories: Sequence[Memory]) -> list[MemoryTerm]:
-    """Postings of `memories` (saved, with pks); sets each memory's term_count as a side effect
-    for callers that have not saved it yet."""
+def _postings(
+    memories: Sequence[Memory], term_counts: Sequence[Counter[str]] | None = None
+) -> list[MemoryTerm]:
+    """Postings of `memories` (saved, with pks; `term_counts` when already computed); sets
+    each memory's term_count as a side effect for callers that have not saved it yet."""
     rows: list[MemoryTerm] = []
-    for memory in memories:
-        counts = text.term_counts(index_text(memory))
+    for position, memory in enumerate(memories):
+        if term_counts is not None:
+            counts = term_counts[position]
+        else:
+            counts = text.term_counts(index_text(memory))
         memory.term_count = sum(counts.values())
         rows.extend(
             MemoryTerm(
@@ -199,17 +205,18 @@ def memory_bulk_create(
         )
     memories: list[Memory] = []
     errors: dict[str, Any] = {}
-    for index, item in enumerate(items):
+    for position, item in enumerate(items):
         try:
             memories.append(_build(project, actor, item))
         except ValidationError as exc:
-            errors[str(index)] = exc.message_dict
+            errors[str(position)] = exc.message_dict
     if errors:
         raise BulkValidationError(errors)
-    for memory in memories:
-        memory.term_count = sum(text.term_counts(index_text(memory)).values())
+    counts = [text.term_counts(index_text(memory)) for memory in memories]
+    for memory, terms in zip(memories, counts, strict=True):
+        memory.term_count = sum(terms.values())
     Memory.objects.bulk_create(memories, batch_size=500)
-    MemoryTerm.objects.bulk_create(_postings(memories), batch_size=2000)
+    MemoryTerm.objects.bulk_create(_postings(memories, counts), batch_size=2000)
     MemoryEvent.objects.bulk_create(
         [_event(m, actor, "created", None, m.snapshot()) for m in memories], batch_size=500
     )
@@ -347,26 +354,22 @@ def contradicts(old: str, new: str) -> bool:
 
 
 def _remember_candidates(project: Project, memory: Memory) -> list[Memory]:
-    """Memories of the same kind and owner that share index terms with `memory`, most recently
-    created first: the index stands in for meow's scan of every row of the level."""
+    """Memories of the same kind and owner that share the most index terms with `memory`, most
+    recently created first: the index stands in for meow's scan of every row of the level."""
     terms = list(text.term_counts(index_text(memory)))
-    if not terms:
-        return []
-    matched = (
-        MemoryTerm.objects.filter(project=project, term__in=terms)
-        .values("memory_id")
-        .annotate(shared=Count("id"))
-        .order_by("-shared")[:REMEMBER_CANDIDATES]
-        .values_list("memory_id", flat=True)
+    df = index.document_frequencies(project.pk, terms)
+    same_level = Q(
+        memory__kind=memory.kind,
+        memory__scope=memory.scope,
+        memory__owner=memory.owner,
+        memory__status__in=REMEMBER_STATUSES,
+    )
+    shared = index.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a shared term counts 1, however often
+    matched = index.top_memories(
+        project.pk, dict.fromkeys(df, 1.0), df, shared, REMEMBER_CANDIDATES, where=same_level
     )
     return list(
-        Memory.objects.filter(
-            pk__in=list(matched),
-            kind=memory.kind,
-            scope=memory.scope,
-            owner=memory.owner,
-            status__in=REMEMBER_STATUSES,
-        ).order_by("-created_at", "-pk")
+        Memory.objects.filter(pk__in=[i for i, _ in matched]).order_by("-created_at", "-pk")
     )
 
 

@@ -26,7 +26,7 @@ Deviation from meow-memory: terms come from memoryhub.memories.text.tokenize, th
 tokenizer (stemmed English words without stopwords, plus CJK bigrams), not meow's raw
 lower-cased words and bigrams; keywords, index and queries must agree on what a term is.
 
-Cost: candidates are read through the postings index (memoryhub.recall.postings) — only
+Cost: candidates are read through the postings index (memoryhub.memories.index) — only
 memories sharing a term with the query can score. The index covers title + content + keywords,
 a superset of the surface, so "shares a term in the index" finds every memory with raw > 0.
 When the query's terms have at most POOL_LIMIT postings in the whole bank, every memory sharing
@@ -50,10 +50,11 @@ from django.db.models import Q
 from django.db.models.functions import Substr
 from django.utils import timezone
 
+from memoryhub.memories import index
 from memoryhub.memories.kinds import Kind, Scope
 from memoryhub.memories.models import Memory
 from memoryhub.memories.text import tokenize
-from memoryhub.recall import postings, scoring, selectors
+from memoryhub.recall import scoring, selectors
 from memoryhub.sessions.models import AgentSession
 from projects.selectors import ProjectAccess
 
@@ -124,21 +125,21 @@ def _pool(
 ) -> tuple[list[int], dict[str, int] | None]:
     """Ids of the candidates to score, and the index df to use (None: count df on surfaces)."""
     project_id = access.project.pk
-    df = postings.document_frequencies(project_id, list(qtf))
+    df = index.document_frequencies(project_id, list(qtf))
     if not df:
         return [], None
     visible = Memory.objects.filter(_candidates(access, session))
     if sum(df.values()) <= POOL_LIMIT:
-        ids = postings.memory_ids_with_terms(project_id, list(df))
+        ids = index.memory_ids_with_terms(project_id, list(df))
         return list(visible.filter(pk__in=ids).values_list("pk", flat=True)), None
     n = candidate_total(access, session, at_least=max(df.values()))
     weights = {t: scoring.idf(n, df[t]) * qtf[t] for t in df}
-    presence = postings.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a term counts once, as on surfaces
-    ranked = postings.top_memories(project_id, weights, df, presence, POOL_LIMIT)
+    presence = index.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a term counts once, as on surfaces
+    ranked = index.top_memories(project_id, weights, df, presence, POOL_LIMIT)
     ids = list(visible.filter(pk__in=[i for i, _ in ranked]).values_list("pk", flat=True))
     if len(ranked) == POOL_LIMIT and len(ids) < POOL_LIMIT // 2:
         where = _candidates(access, session, "memory__")
-        ranked = postings.top_memories(project_id, weights, df, presence, POOL_LIMIT, where=where)
+        ranked = index.top_memories(project_id, weights, df, presence, POOL_LIMIT, where=where)
         ids = [i for i, _ in ranked]
     return ids, df
 

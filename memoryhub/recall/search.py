@@ -1,7 +1,7 @@
 """memory_search: BM25 over the bank's inverted index, × a recency decay.
 
-Candidates and their raw BM25 come from the postings of the query's terms (memoryhub.recall.
-postings: index-only scans, common terms pruned on large banks), so the cost follows how many
+Candidates and their raw BM25 come from the postings of the query's terms (memoryhub.memories.
+index: index-only scans, common terms pruned on large banks), so the cost follows how many
 memories share the query's rarer words, not the size of the bank. idf and the average length
 are over the whole project bank; filters are applied to the ranked candidates, with a joined
 second pass when they remove most of them. k1, b and the decay's strength are per-project
@@ -18,10 +18,10 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from memoryhub.memories import text
+from memoryhub.memories import index, text
 from memoryhub.memories.kinds import Scope
 from memoryhub.memories.models import Memory
-from memoryhub.recall import postings, scoring
+from memoryhub.recall import scoring
 from memoryhub.recall.conf import recall_config
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.models import AgentSession, SessionRecord
@@ -79,21 +79,21 @@ def raw_pool(
     if not terms:
         return []
     project_id = access.project.pk
-    df = postings.document_frequencies(project_id, terms)
+    df = index.document_frequencies(project_id, terms)
     if not df:
         return []
-    n_docs, avgdl = postings.bank_stats(project_id)
+    n_docs, avgdl = index.bank_stats(project_id)
     n_docs = max(n_docs, *df.values())  # the cached count may lag behind a fresh df
     # meow-memory sums over query tokens with repeats: a repeated word weighs qtf times.
     weights = {t: scoring.idf(n_docs, df[t]) * qtf[t] for t in df}
     config = recall_config(access.project.settings)
-    bm25 = postings.Bm25(k1=config.search_k1, b=config.search_b, avgdl=avgdl)
-    ranked = postings.top_memories(project_id, weights, df, bm25, size)
+    bm25 = index.Bm25(k1=config.search_k1, b=config.search_b, avgdl=avgdl)
+    ranked = index.top_memories(project_id, weights, df, bm25, size)
     visible = Memory.objects.filter(_filters(access, query, now)).in_bulk([i for i, _ in ranked])
     if len(ranked) == size and len(visible) < size // 2:
         # The filters removed most of the best: rank again among the visible ones only.
         where = _filters(access, query, now, prefix="memory__")
-        ranked = postings.top_memories(project_id, weights, df, bm25, size, where=where)
+        ranked = index.top_memories(project_id, weights, df, bm25, size, where=where)
         visible = Memory.objects.in_bulk([i for i, _ in ranked])
     return [(visible[i], raw) for i, raw in ranked if i in visible]
 

@@ -1,5 +1,5 @@
-"""Reads of the bank's inverted index (MemoryTerm): bank statistics, document frequencies, and
-the best memories for a weighted query, ranked on the postings alone.
+"""Reads of the bank's inverted index (MemoryTerm; the services write it): bank statistics,
+document frequencies, and the best memories for a weighted query, ranked on the postings alone.
 
 Cost model (bench/recall_scale.py): at 100k memories a typical question shares a term with
 thousands of memories, and ranking every one of them in SQL is what costs, not finding them.
