@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         Variant(f"k1 0.9 b 0.2, decay strength {soft}", 0.9, 0.2, soft),
         Variant("k1 1.5 b .75, no decay, Lucene stopwords", 1.5, 0.75, 0.0, L.LUCENE_STOPWORDS),
         # Contraction fragments ("caroline's" → carolin + s): 's' is in ~40 % of memories.
-        Variant("server as is + fragment stopwords", stopwords=L.APP_STOPWORDS_PLUS),
+        Variant("meow exact + fragment stopwords", stopwords=L.APP_STOPWORDS_PLUS),
         Variant(
             f"k1 {off_k1} b {off_b}, no decay, + fragment stopwords",
             off_k1,

@@ -1,4 +1,4 @@
-"""Recall at scale: search (and later recall, injection) latency and server memory at 1k, 10k
+"""Recall at scale: search, recall and injection latency and server memory at 1k, 10k
 and 100k memories in one project, on PostgreSQL, through real HTTP.
 
     bench/pg.sh                                       # a throwaway PostgreSQL (as root)
@@ -28,12 +28,10 @@ after each response, so it includes a TCP connect). Peak RSS is the max VmHWM ov
 workers during the endpoint's phase. Machine load is reported because this machine is shared.
 
 --explain: after the largest size, times memory_search in-process (Django on the bench
-database, the server's code snapshot) stage by stage over --profile-n questions, then re-runs
-the slowest HTTP question with its SQL captured and prints EXPLAIN (ANALYZE, BUFFERS) of each
-SELECT it issued.
+database, the server's code snapshot) stage by stage over --profile-n questions, compares its
+answers with the exact ranking (common-term pruning off), then re-runs the slowest HTTP
+question with its SQL captured and prints EXPLAIN (ANALYZE, BUFFERS) of each SELECT it issued.
 
---postings-only: no server; how many postings each question makes the search scan at the
-largest size (same bank, same seed), as is and with the pruning changes the report suggests.
 """
 
 from __future__ import annotations
@@ -46,7 +44,6 @@ import re
 import signal
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -426,6 +423,8 @@ def explain_search(stack: h.Stack, slowest: str, sample: Sequence[str]) -> str:
     )
     lines.append("")
 
+    lines += pruning_agreement(search, access, sample)
+
     with CaptureQueriesContext(connection) as captured:
         total, stages, n_hits = one(slowest)
     statements = [
@@ -452,54 +451,45 @@ def explain_search(stack: h.Stack, slowest: str, sample: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-# --- Posting volume (offline) ------------------------------------------------------------------
+# --- Pruning versus exact ranking --------------------------------------------------------------
 
 
-def postings_report(convs: Sequence[L.Conversation], size: int, questions: Sequence[str]) -> str:
-    """How many postings each question makes the search scan at `size` memories, as is and
-    with two candidate-pruning changes; in-process over the same bank (same seed) as the HTTP
-    run, with the app's tokenizer. No server, no database."""
-    bank = Bank(convs)
-    df: Counter[str] = Counter()
-    for _ in range(size):
-        df.update(set(L.app_text.tokenize("\n" + bank.item()["content"] + "\n")))
-    fragments = L.CONTRACTION_FRAGMENTS
-    cap = 0.05 * size
+def pruning_agreement(search: Any, access: Any, sample: Sequence[str]) -> list[str]:
+    """How much the pruning of common terms (memoryhub.memories.index.POSTINGS_BUDGET) changes
+    the answers: each question ranked as served, then with the budget lifted (every term
+    generates candidates: the exact ranking), in this process."""
+    from memoryhub.memories import index
 
-    def volume(terms: set[str]) -> int:
-        return sum(df[t] for t in terms)
+    def top(text: str) -> tuple[list[int], float]:
+        t0 = time.perf_counter()
+        hits = search.memory_search(access=access, query=search.SearchQuery(text=text, k=20))
+        return [hit.memory.pk for hit in hits], (time.perf_counter() - t0) * 1000
 
-    rows: dict[str, list[int]] = {"as is": [], "+ fragment stopwords": [], "+ df cap 5 %": []}
-    for q in questions:
-        terms = set(L.app_text.tokenize(q))
-        rows["as is"].append(volume(terms))
-        kept = terms - fragments
-        rows["+ fragment stopwords"].append(volume(kept))
-        rare = {t for t in kept if df[t] <= cap}
-        rows["+ df cap 5 %"].append(volume(rare or kept))
-    lines = [
-        f"Postings scanned per search at {size:,} memories ({len(questions):,} questions; the "
-        "BM25 statement joins each one to memories_memory):",
-        "",
-        "| candidate terms | p50 | p95 | max | mean |",
-        "|---|---:|---:|---:|---:|",
+    served = [top(text) for text in sample]
+    budget = index.POSTINGS_BUDGET
+    index.POSTINGS_BUDGET = 10**12
+    try:
+        exact = [top(text) for text in sample]
+    finally:
+        index.POSTINGS_BUDGET = budget
+    same20 = sum(1 for (a, _), (b, _) in zip(served, exact, strict=True) if a == b)
+    same5 = sum(1 for (a, _), (b, _) in zip(served, exact, strict=True) if a[:5] == b[:5])
+    overlap = [
+        len(set(a) & set(b)) / max(1, len(b)) for (a, _), (b, _) in zip(served, exact, strict=True)
     ]
-    for name, values in rows.items():
-        lines.append(
-            f"| {name} | {h.percentile(values, 0.5):,.0f} | {h.percentile(values, 0.95):,.0f} "
-            f"| {max(values):,} | {sum(values) / len(values):,.0f} |"
-        )
-    common = ", ".join(f"{t} {100 * n / size:.0f} %" for t, n in df.most_common(12))
-    with_s = sum(1 for q in questions if "s" in L.app_text.tokenize(q))
-    lines += [
+    n = len(sample)
+    ms_served = [ms for _, ms in served]
+    ms_exact = [ms for _, ms in exact]
+    return [
+        f"Pruning of common terms (budget {budget:,} postings) against the exact ranking, "
+        f"{n} questions in-process: identical top 20 for {100 * same20 / n:.1f} %, identical "
+        f"top 5 for {100 * same5 / n:.1f} %, mean overlap of the top 20 "
+        f"{100 * sum(overlap) / n:.1f} %; memory_search p50 / p95 "
+        f"{h.ms(h.percentile(ms_served, 0.5))} / {h.ms(h.percentile(ms_served, 0.95))} ms "
+        f"pruned, {h.ms(h.percentile(ms_exact, 0.5))} / {h.ms(h.percentile(ms_exact, 0.95))} ms "
+        "exact.",
         "",
-        f"Most frequent terms (share of memories): {common}.",
-        f"Questions whose terms include 's' (possessive fragment): {with_s:,} of "
-        f"{len(questions):,}.",
-        "df cap: terms in more than 5 % of the memories do not generate candidates when the "
-        "question has rarer terms (they would still be scored on the candidates).",
     ]
-    return "\n".join(lines)
 
 
 # --- Report ------------------------------------------------------------------------------------
@@ -585,9 +575,6 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
     convs = L.load(Path(args.data))
     questions = [q.text for c in convs for q in c.questions]
     random.Random(SEED).shuffle(questions)  # noqa: S311 — a fixed order, not security
-    if args.postings_only:
-        print(postings_report(convs, sizes[-1], questions))
-        return 0
     bank = Bank(convs)
     phases: list[Phase] = []
     ingests: list[Ingest] = []
@@ -684,7 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument(
-        "--endpoints", default="search", help="comma list of " + ",".join(ENDPOINTS)
+        "--endpoints", default=",".join(ENDPOINTS), help="comma list of " + ",".join(ENDPOINTS)
     )
     parser.add_argument("--queries", type=int, default=1986, help="questions per size and endpoint")
     parser.add_argument(
@@ -696,14 +683,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile-n", type=int, default=200, help="questions for --explain")
     parser.add_argument("--data", default=str(L.DATA), help="locomo10.json (default: %(default)s)")
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
-    parser.add_argument(
-        "--postings-only",
-        action="store_true",
-        help="no server: postings each question scans at the largest size, and what pruning saves",
-    )
     args = parser.parse_args(argv)
-    if args.postings_only:
-        return run(args, "")
     admin_url = h.admin_url_or_help("bench/recall_scale.py")
     if not admin_url:
         return 2
