@@ -218,8 +218,9 @@ class MemoryTerm(models.Model):
     title, content and keywords.
     """
 
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
-    # No index of its own: memoryterm_lookup leads with the project.
+    # Indexed by memoryterm_by_memory below.
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Indexed by memoryterm_postings below.
     project = models.ForeignKey(
         "projects.Project", on_delete=models.CASCADE, related_name="+", db_index=False
     )
@@ -235,6 +236,10 @@ class MemoryTerm(models.Model):
             models.Index(
                 fields=["project", "term", "memory", "tf", "length"], name="memoryterm_postings"
             ),
+            # A memory's postings (rewrites, deletes). It covers the ranking's columns too: with
+            # a bare memory index the planner probes it, and reads the heap, to add common terms
+            # to a few hundred candidates; this way every plan it may pick is index-only.
+            models.Index(fields=["memory", "term", "tf", "length"], name="memoryterm_by_memory"),
         ]
 
     def __str__(self) -> str:

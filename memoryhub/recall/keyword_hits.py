@@ -29,10 +29,10 @@ lower-cased words and bigrams; keywords, index and queries must agree on what a 
 Cost: candidates are read through the postings index (memoryhub.memories.index) — only
 memories sharing a term with the query can score. The index covers title + content + keywords,
 a superset of the surface, so "shares a term in the index" finds every memory with raw > 0.
-When the query's terms have at most POOL_LIMIT postings in the whole bank, every memory sharing
-one is scored and the scores are exactly meow's (df counted on the surfaces of that pool, which
-holds every candidate with the term on its surface). Beyond that, approximations keep the cost
-down: df counts memories of the bank with the term anywhere in the index, and only the
+When the query's terms have at most EXACT_POSTINGS postings in the whole bank, every memory
+sharing one is scored and the scores are exactly meow's (df counted on the surfaces of that
+pool, which holds every candidate with the term on its surface). Beyond that, approximations
+keep the cost down: df counts memories of the bank with the term anywhere in the index, and only the
 POOL_LIMIT visible memories with the best Σ idf × count over the index (common terms pruned as
 in search) are scored, exactly, on their surfaces. N (a COUNT of the candidates) is cached for
 COUNT_TTL_SECONDS per caller and session. Legacy surfaces cut at 100 characters may end in a
@@ -64,7 +64,8 @@ LEGACY_SURFACE_CHARS = 100
 HIT_KINDS = (Kind.FACT, Kind.LESSON, Kind.RULE, Kind.TOPIC)
 IMPORTANCE_STEP = 0.25
 TITLE_BONUS = 1.2
-POOL_LIMIT = 500
+EXACT_POSTINGS = 500
+POOL_LIMIT = 100
 COUNT_TTL_SECONDS = 60
 
 
@@ -129,7 +130,7 @@ def _pool(
     if not df:
         return [], None
     visible = Memory.objects.filter(_candidates(access, session))
-    if sum(df.values()) <= POOL_LIMIT:
+    if sum(df.values()) <= EXACT_POSTINGS:
         ids = index.memory_ids_with_terms(project_id, list(df))
         return list(visible.filter(pk__in=ids).values_list("pk", flat=True)), None
     n = candidate_total(access, session, at_least=max(df.values()))

@@ -197,6 +197,7 @@ def test_only_the_first_500_characters_of_the_message_count(
 def test_a_large_pool_scores_the_best_by_the_index(
     alice_client: APIClient, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(keyword_hits, "EXACT_POSTINGS", 2)
     monkeypatch.setattr(keyword_hits, "POOL_LIMIT", 2)
     best = add(alice_client, ["grafana", "loki"], content="grafana loki")
     second = add(alice_client, ["grafana"], content="grafana")
