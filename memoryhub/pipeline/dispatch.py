@@ -53,3 +53,11 @@ def after_stage1(job_id: int) -> None:
     consolidate = services.consolidation_due(project=project)
     if consolidate is not None:
         send(tasks.consolidate_run, consolidate)
+
+
+def after_consolidation(job_id: int) -> None:
+    """Extractions finished while the consolidation ran (they could not start another one):
+    the bank is dirty again, so consolidate once more now rather than at the next scan."""
+    project = Job.objects.select_related("project").get(pk=job_id).project
+    if services.consolidation_due(project=project) == job_id:
+        send(tasks.consolidate_run, job_id)

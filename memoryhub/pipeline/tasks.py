@@ -38,9 +38,10 @@ def stage1_run(job_id: int) -> None:
 
 @_transient
 def consolidate_run(job_id: int) -> None:
-    from memoryhub.pipeline import services
+    from memoryhub.pipeline import dispatch, services
 
-    services.consolidate_run(job_id=job_id)
+    if services.consolidate_run(job_id=job_id) == "done":
+        dispatch.after_consolidation(job_id)
 
 
 @_transient

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import User
 from memoryhub.memories.models import BankArtifact, Memory
-from memoryhub.pipeline import dispatch, jobs, services
+from memoryhub.pipeline import dispatch, jobs, services, tasks
 from memoryhub.pipeline.models import Job
 from projects.models import Project
 from tests.worker import Worker, wait_for
@@ -193,3 +193,44 @@ def test_a_killed_worker_loses_its_lease_and_another_finishes_once(
     assert list(Memory.objects.filter(project=project).values_list("content", flat=True)) == [
         "Never force-push to main."
     ]
+
+
+def test_extractions_that_finish_during_a_consolidation_get_another_one_without_beat(
+    celery_worker: Worker,
+    alice_client: APIClient,
+    project: Project,
+    fake_llm: Any,
+) -> None:
+    """A second session is extracted while the worker's consolidation waits on its LLM call:
+    that run cannot see the new output, so the worker consolidates again as soon as it is done
+    (no beat scan in this test)."""
+    push_session(alice_client, "mew-6")
+    (first,) = services.stage1_enqueue_due(project=project)
+    assert services.stage1_run(job_id=first) == "done"  # offline, in this process
+    consolidation = services.consolidation_due(project=project)
+    assert consolidation is not None
+    answer = '{"memory_md": "# Memory\\n%s", "memory_summary": "Summary.", "skills": []}'
+    fake_llm.delay(3, answer % "first run")
+    fake_llm.reply(answer % "second run")
+    celery_worker.env |= {
+        "LLM_PROVIDER": "openai",
+        "LLM_BASE_URL": fake_llm.url,
+        "LLM_MODEL": "fake",
+        "LLM_API_KEY": "test-key",
+        "LLM_MAX_RETRIES": "0",
+    }
+    celery_worker.start()
+    dispatch.send(tasks.consolidate_run, consolidation)
+    assert wait_for(lambda: len(fake_llm.requests) == 1)  # the worker is consolidating
+    push_session(alice_client, "mew-7")
+    (second,) = services.stage1_enqueue_due(project=project)
+    assert services.stage1_run(job_id=second) == "done"  # marks the bank dirty again
+    dispatch.after_stage1(second)  # the lease is held: the run it sends is skipped
+
+    def settled() -> bool:
+        job = Job.objects.get(pk=consolidation)
+        return job.status == Job.Status.DONE and job.success_watermark == job.input_watermark
+
+    assert wait_for(settled, timeout=60), Job.objects.values("kind", "status", "last_error")
+    assert len(fake_llm.requests) == 2
+    assert artifacts(project)["MEMORY.md"].endswith("second run")
