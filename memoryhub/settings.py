@@ -124,6 +124,14 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # A file (not :memory:) so a worker process started by the tests sees the same database.
     _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 DATABASES = {"default": _db}
+# Per process: search's bank statistics and document frequencies (60 s). One entry per query
+# term, so far more than Django's default 300.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "OPTIONS": {"MAX_ENTRIES": 50_000},
+    }
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_USER_MODEL = "accounts.User"

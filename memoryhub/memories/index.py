@@ -4,11 +4,8 @@ document frequencies, and the best memories for a weighted query, ranked on the 
 Cost model (bench/recall_scale.py): at 100k memories a typical question shares a term with
 thousands of memories, and ranking every one of them in SQL is what costs, not finding them.
 So ranking reads only postings (each carries its memory's length; index-only scans, no join),
-and when the query's postings exceed POSTINGS_BUDGET the common terms do not generate
-candidates (MaxScore-style): candidates come from the rarest terms, up to the budget, and the
-common terms' contributions are then added for those candidates only. A memory matching only
-common terms can be missed; it would score at most Σ idf(common) × (k1 + 1), low by
-construction. A bank where the query's postings fit the budget is ranked exactly.
+and the query's common terms only generate candidates when a bound says a memory found by
+them alone could make the cut (top_memories: MaxScore-style, exact).
 """
 
 from __future__ import annotations
@@ -23,6 +20,8 @@ from django.db.models.functions import Cast
 from memoryhub.memories.models import Memory, MemoryTerm
 
 POSTINGS_BUDGET = 5_000
+MIN_FETCH = 200  # candidates per ranking statement, at least
+MAX_CANDIDATES = 2_000
 # Counts this large cost an index scan of their own; they move slowly, so they are cached.
 CACHE_FROM = 1_000
 STATS_TTL_SECONDS = 60
@@ -33,6 +32,10 @@ class Bm25:
     k1: float
     b: float
     avgdl: float
+
+    def max_term_score(self, weight: float) -> float:
+        """A bound on term_score over every tf and length."""
+        return weight * (self.k1 + 1)
 
     def term_score(self, weight: float, tf: float, length: float) -> float:
         norm = self.k1 * (1 - self.b) + self.k1 * self.b * length / max(self.avgdl, 1e-9)
@@ -73,17 +76,15 @@ def document_frequencies(project_id: int, terms: Sequence[str]) -> dict[str, int
     return {term: n for term, n in df.items() if n > 0}
 
 
-def split_by_budget(df: dict[str, int]) -> tuple[list[str], list[str]]:
-    """(terms that generate candidates, terms only added to them): the rarest terms while their
-    postings fit POSTINGS_BUDGET — at least one — then the rest."""
-    ordered = sorted(df, key=lambda t: (df[t], t))
-    volume, cut = 0, 0
-    for term in ordered:
-        if cut and volume + df[term] > POSTINGS_BUDGET:
+def _generating_count(order: list[str], df: dict[str, int], volume: int) -> int:
+    """How many of the rarest terms fit `volume` postings (at least one)."""
+    total, count = 0, 0
+    for term in order:
+        if count and total + df[term] > volume:
             break
-        volume += df[term]
-        cut += 1
-    return ordered[:cut], ordered[cut:]
+        total += df[term]
+        count += 1
+    return count
 
 
 def top_memories(
@@ -91,35 +92,58 @@ def top_memories(
     weights: dict[str, float],
     df: dict[str, int],
     bm25: Bm25,
-    limit: int,
+    k: int,
+    *,
+    floor: float = 1.0,
     where: Q | None = None,
 ) -> list[tuple[int, float]]:
-    """(memory id, BM25) of the best `limit` memories for the weighted terms, best first (ties:
-    lower id first). `where` restricts to memories matching it (lookups through `memory__`) at
-    the price of a join; without it every memory of the bank is a candidate."""
-    terms = [t for t in weights if t in df]
-    if not terms or limit <= 0:
+    """(memory id, BM25) of every memory that scores at least floor × the k-th best score, best
+    first (ties: newest first); at least the best k when that many match, at most
+    MAX_CANDIDATES. `where` restricts to memories matching it (lookups through `memory__`) at
+    the price of a join.
+
+    Exact, MaxScore-style: the rarest terms (POSTINGS_BUDGET postings) find candidates in SQL,
+    the other terms' contributions are added to those candidates, and the result stands only
+    if no memory outside them could reach the threshold: a memory the SQL did not return
+    scores at most (the lowest partial score it kept, when it hit its LIMIT) + Σ (k1 + 1) ×
+    weight over the other terms. Otherwise more terms generate candidates, or the LIMIT grows,
+    and the step repeats. Only a tie group larger than MAX_CANDIDATES is cut (its newest are
+    kept).
+    """
+    terms = sorted((t for t in weights if t in df), key=lambda t: (df[t], t))
+    if not terms or k <= 0:
         return []
-    generating, added = split_by_budget({t: df[t] for t in terms})
     postings = MemoryTerm.objects.filter(project_id=project_id)
     if where is not None:
         postings = postings.filter(where)
+    generating = _generating_count(terms, df, POSTINGS_BUDGET)
+    fetch = min(max(2 * k, MIN_FETCH), MAX_CANDIDATES)
     while True:
-        # Partial scores rank candidates; the pruned terms may reorder them: take a margin.
-        wanted = 2 * limit if added else limit
-        scores = _partial_scores(postings, generating, weights, bm25, wanted)
-        if len(scores) >= wanted or not added:
-            break
-        # Too few memories have the rare terms: the next common term generates candidates too.
-        generating.append(added.pop(0))
-    if added and scores:
-        extra = MemoryTerm.objects.filter(
-            project_id=project_id, term__in=added, memory_id__in=list(scores)
-        ).values_list("memory_id", "term", "tf", "length")
-        for memory_id, term, term_tf, length in extra:
-            scores[memory_id] += bm25.term_score(weights[term], term_tf, length)
-    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-    return ranked[:limit]
+        rest = terms[generating:]
+        scores = _partial_scores(postings, terms[:generating], weights, bm25, fetch)
+        truncated = len(scores) == fetch
+        if rest and scores:
+            extra = MemoryTerm.objects.filter(
+                project_id=project_id, term__in=rest, memory_id__in=list(scores)
+            ).values_list("memory_id", "term", "tf", "length")
+            for memory_id, term, term_tf, length in extra:
+                scores[memory_id] += bm25.term_score(weights[term], term_tf, length)
+        ranked = sorted(scores.items(), key=lambda item: (-round(item[1], 9), -item[0]))
+        threshold = floor * ranked[k - 1][1] if len(ranked) >= k else 0.0
+        rest_bound = sum(bm25.max_term_score(weights[t]) for t in rest)
+        cut = min(scores.values()) if truncated else 0.0
+        if (not rest and not truncated) or (threshold > 0 and cut + rest_bound < threshold):
+            break  # exact
+        if rest and (rest_bound >= threshold or fetch >= MAX_CANDIDATES):
+            # Double the postings that generate candidates (at least one more term).
+            volume = 2 * sum(df[t] for t in terms[:generating])
+            generating = max(generating + 1, _generating_count(terms, df, volume))
+        elif truncated and fetch < MAX_CANDIDATES:
+            fetch = min(4 * fetch, MAX_CANDIDATES)
+        else:
+            break  # a tie group larger than MAX_CANDIDATES: its newest are kept
+    kept = [item for item in ranked if item[1] >= threshold]
+    return (kept if len(kept) >= k else ranked[:k])[:MAX_CANDIDATES]
 
 
 def _partial_scores(
@@ -144,7 +168,8 @@ def _partial_scores(
         postings.filter(term__in=terms)
         .values("memory_id")
         .annotate(score=score)
-        .order_by("-score", "memory_id")
+        # Ties: newest first, as recency would order them.
+        .order_by("-score", "-memory_id")
         .values_list("memory_id", "score")[:limit]
     )
     return dict(rows)

@@ -152,7 +152,7 @@ class Memory(models.Model):
             errors["scope"] = "A user-scope memory needs an owner."
         if self.scope == Scope.PROJECT and self.owner_id is not None:
             errors["scope"] = "A project-scope memory has no owner."
-        if self.importance < 1:
+        if isinstance(self.importance, int) and self.importance < 1:
             errors["importance"] = "must be at least 1."
         if (
             self.source_record_start is not None

@@ -332,6 +332,7 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)*")
 # feeds the contradiction check; meow leaves the decision to the model, we need a rule).
 CONTRADICTION_SIMILARITY = 0.5
 REMEMBER_CANDIDATES = 200
+REMEMBER_TERMS = 32
 REMEMBER_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROPOSED)
 
 
@@ -354,10 +355,12 @@ def contradicts(old: str, new: str) -> bool:
 
 
 def _remember_candidates(project: Project, memory: Memory) -> list[Memory]:
-    """Memories of the same kind and owner that share the most index terms with `memory`, most
-    recently created first: the index stands in for meow's scan of every row of the level."""
-    terms = list(text.term_counts(index_text(memory)))
-    df = index.document_frequencies(project.pk, terms)
+    """Memories of the same kind and owner that share the most of `memory`'s rarest index
+    terms, most recently created first: the index stands in for meow's scan of every row of the
+    level. A near-duplicate shares nearly all of its terms, so the rarest ones find it."""
+    counts = text.term_counts(index_text(memory))
+    df = index.document_frequencies(project.pk, list(counts))
+    rarest = sorted(df, key=lambda t: (df[t], t))[:REMEMBER_TERMS]
     same_level = Q(
         memory__kind=memory.kind,
         memory__scope=memory.scope,
@@ -366,7 +369,7 @@ def _remember_candidates(project: Project, memory: Memory) -> list[Memory]:
     )
     shared = index.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a shared term counts 1, however often
     matched = index.top_memories(
-        project.pk, dict.fromkeys(df, 1.0), df, shared, REMEMBER_CANDIDATES, where=same_level
+        project.pk, dict.fromkeys(rarest, 1.0), df, shared, REMEMBER_CANDIDATES, where=same_level
     )
     return list(
         Memory.objects.filter(pk__in=[i for i, _ in matched]).order_by("-created_at", "-pk")

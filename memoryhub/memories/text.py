@@ -44,7 +44,8 @@ def tokenize(text: str) -> list[str]:
         if "\u3400" <= run[0] <= "\u9fff":
             terms.extend(run[i : i + 2] for i in range(len(run) - 1))
         elif run not in STOPWORDS:
-            terms.append(_stem(run)[:MAX_TERM_CHARS])
+            # Stemming changes only a word's end: cutting first keeps the stem cache small.
+            terms.append(_stem(run[: MAX_TERM_CHARS + 16])[:MAX_TERM_CHARS])
     return terms
 
 

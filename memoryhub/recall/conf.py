@@ -28,7 +28,9 @@ _BOUNDS = {"search_k1": (0.0, 10.0), "search_b": (0.0, 1.0), "search_decay": (0.
 
 
 def recall_config(project_settings: dict[str, Any]) -> RecallConfig:
-    overrides = project_settings.get("recall", {}) or {}
+    overrides = project_settings.get("recall", {})
+    if overrides is None:
+        overrides = {}
     if not isinstance(overrides, dict):
         raise ApplicationError("project settings 'recall' must be an object.")
     known = {f.name for f in fields(RecallConfig)}

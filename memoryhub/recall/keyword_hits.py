@@ -33,8 +33,8 @@ When the query's terms have at most EXACT_POSTINGS postings in the whole bank, e
 sharing one is scored and the scores are exactly meow's (df counted on the surfaces of that
 pool, which holds every candidate with the term on its surface). Beyond that, approximations
 keep the cost down: df counts memories of the bank with the term anywhere in the index, and only the
-POOL_LIMIT visible memories with the best Σ idf × count over the index (common terms pruned as
-in search) are scored, exactly, on their surfaces. N (a COUNT of the candidates) is cached for
+POOL_LIMIT visible memories with the best Σ idf × count over the index (and ties with the last
+of them) are scored, exactly, on their surfaces. N (a COUNT of the candidates) is cached for
 COUNT_TTL_SECONDS per caller and session. Legacy surfaces cut at 100 characters may end in a
 cut word that the index does not have; such a fragment cannot match.
 """
@@ -138,7 +138,7 @@ def _pool(
     presence = index.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a term counts once, as on surfaces
     ranked = index.top_memories(project_id, weights, df, presence, POOL_LIMIT)
     ids = list(visible.filter(pk__in=[i for i, _ in ranked]).values_list("pk", flat=True))
-    if len(ranked) == POOL_LIMIT and len(ids) < POOL_LIMIT // 2:
+    if len(ids) < min(len(ranked), POOL_LIMIT):
         where = _candidates(access, session, "memory__")
         ranked = index.top_memories(project_id, weights, df, presence, POOL_LIMIT, where=where)
         ids = [i for i, _ in ranked]

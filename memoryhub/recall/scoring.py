@@ -49,3 +49,8 @@ def decayed(
     if importance >= DECAY_EXEMPT_IMPORTANCE or raw >= SUPER_MATCH * best_raw:
         return raw
     return raw * (1 - strength + strength * recency_weight(updated_at, now))
+
+
+def decay_floor(strength: float) -> float:
+    """The smallest share of a raw score that decayed() keeps at this strength."""
+    return 1 - strength + strength * _DECAY_FLOOR

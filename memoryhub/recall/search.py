@@ -11,6 +11,7 @@ settings (memoryhub.recall.conf); meow-memory's exact ranking is one setting awa
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -28,9 +29,6 @@ from memoryhub.sessions.models import AgentSession, SessionRecord
 from projects.selectors import ProjectAccess
 
 QUERY_MAX_TERMS = 64
-# Raw-BM25 candidates re-ranked with the decay. With the default strength (0.1) a memory's
-# score stays within 10 % of its raw score, so the top 20 come from far fewer than 200.
-RERANK_POOL = 200
 FIRST_UNSEEN_BLIND = 5  # meow-memory's 5 + 5: the first five whatever was seen
 
 
@@ -66,14 +64,16 @@ def _filters(access: ProjectAccess, query: SearchQuery, now: datetime, prefix: s
     if query.subcategory:
         visible &= q(subcategory=query.subcategory)
     if query.days is not None:
-        visible &= q(created_at__gte=now - timedelta(days=query.days))
+        with suppress(OverflowError):  # before year 1: every memory is that recent
+            visible &= q(created_at__gte=now - timedelta(days=query.days))
     return visible
 
 
 def raw_pool(
-    access: ProjectAccess, query: SearchQuery, now: datetime, size: int
+    access: ProjectAccess, query: SearchQuery, now: datetime, depth: int
 ) -> list[tuple[Memory, float]]:
-    """(memory, raw BM25) of the best `size` memories the query may return, best first."""
+    """(memory, raw BM25) of the memories the query may return that could rank among the best
+    `depth` once decayed, best first."""
     qtf = Counter(text.tokenize(query.text))
     terms = [t for t, _ in qtf.most_common(QUERY_MAX_TERMS)]
     if not terms:
@@ -88,12 +88,15 @@ def raw_pool(
     weights = {t: scoring.idf(n_docs, df[t]) * qtf[t] for t in df}
     config = recall_config(access.project.settings)
     bm25 = index.Bm25(k1=config.search_k1, b=config.search_b, avgdl=avgdl)
-    ranked = index.top_memories(project_id, weights, df, bm25, size)
+    # The decay keeps at least this share of a raw score: a memory below floor × the depth-th
+    # raw score cannot overtake it.
+    floor = scoring.decay_floor(config.search_decay)
+    ranked = index.top_memories(project_id, weights, df, bm25, depth, floor=floor)
     visible = Memory.objects.filter(_filters(access, query, now)).in_bulk([i for i, _ in ranked])
-    if len(ranked) == size and len(visible) < size // 2:
-        # The filters removed most of the best: rank again among the visible ones only.
+    if any(i not in visible for i, _ in ranked[:depth]):
+        # Hidden memories took places among the best: rank again among the visible ones.
         where = _filters(access, query, now, prefix="memory__")
-        ranked = index.top_memories(project_id, weights, df, bm25, size, where=where)
+        ranked = index.top_memories(project_id, weights, df, bm25, depth, floor=floor, where=where)
         visible = Memory.objects.in_bulk([i for i, _ in ranked])
     return [(visible[i], raw) for i, raw in ranked if i in visible]
 
@@ -118,7 +121,9 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
     5 + 5). Results are recorded as searched by the session and their hit counts go up.
     """
     now = query.as_of or timezone.now()
-    pool = raw_pool(access, query, now, max(RERANK_POOL, query.k * 4))
+    seen = _seen_ids(query.session) if query.session is not None else set()
+    # With a session, seen memories after the first five do not count: look that much deeper.
+    pool = raw_pool(access, query, now, min(query.k + len(seen), index.MAX_CANDIDATES))
     if not pool:
         return []
     strength = recall_config(access.project.settings).search_decay
@@ -140,12 +145,11 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
             for memory, raw in pool
         ),
         # Ties: insertion order, earlier first (the LoCoMo-R protocol's rule too).
-        key=lambda hit: (-hit.score, hit.memory.created_at, hit.memory.pk),
+        key=lambda hit: (-round(hit.score, 9), hit.memory.created_at, hit.memory.pk),
     )
     if query.session is None:
         hits = ranked[: query.k]
     else:
-        seen = _seen_ids(query.session)
         blind = ranked[: min(FIRST_UNSEEN_BLIND, query.k)]
         rest = [h for h in ranked[len(blind) :] if h.memory.pk not in seen]
         hits = blind + rest[: query.k - len(blind)]

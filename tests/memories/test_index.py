@@ -29,12 +29,16 @@ def remember(project: Project, alice: User) -> Remember:
     return make
 
 
-def rank(project: Project, query: list[str], limit: int, where: Q | None = None) -> list[int]:
-    df = index.document_frequencies(project.pk, query)
-    n, avgdl = index.bank_stats(project.pk)
-    weights = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in df}
-    bm25 = index.Bm25(k1=1.2, b=0.75, avgdl=avgdl)
-    return [i for i, _ in index.top_memories(project.pk, weights, df, bm25, limit, where)]
+def rank(
+    project: Project,
+    weights: dict[str, float],
+    k: int,
+    where: Q | None = None,
+) -> list[int]:
+    """Ids of the best k (and ties) by BM25 k1 1.2, b 0 with the given term weights."""
+    df = index.document_frequencies(project.pk, list(weights))
+    bm25 = index.Bm25(k1=1.2, b=0.0, avgdl=1.0)
+    return [i for i, _ in index.top_memories(project.pk, weights, df, bm25, k, where=where)]
 
 
 def test_postings_carry_the_memory_length(project: Project, remember: Remember) -> None:
@@ -61,27 +65,53 @@ def test_within_the_budget_the_scores_are_exact_bm25(project: Project, remember:
     assert dict(ranked) == pytest.approx(expected)
 
 
-def test_common_terms_only_add_to_candidates_found_by_rare_ones(
+def test_common_terms_are_only_added_when_they_cannot_change_the_result(
     project: Project,
     remember: Remember,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     rare = [remember("zebra common"), remember("zebra common common")]
-    common_only = [remember("common words " + str(i)) for i in range(5)]
+    for i in range(5):
+        remember(f"common words {i}")
     monkeypatch.setattr(index, "POSTINGS_BUDGET", 2)
+    weights = {"zebra": 5.0, "common": 0.1}
     with CaptureQueriesContext(connection) as queries:
-        found = rank(project, ["zebra", "common"], 1)
-    # Two candidates (2 × limit) come from "zebra" alone; "common" is only added to them.
+        found = rank(project, weights, 1)
+    # "zebra" (2 postings) finds the candidates; "common" could add at most 0.1 × 2.2 to a
+    # memory without "zebra", far below the best score: it is only added, in one statement.
     ranking_sql = [q["sql"] for q in queries.captured_queries if "ORDER BY" in q["sql"]]
     assert len(ranking_sql) == 1 and "'common'" not in ranking_sql[0]
-    assert found[0] in rare
-    # With the budget, the full scores of the candidates are the exact ones.
+    assert found == [rare[1]]  # tf 2 of "common"
     monkeypatch.setattr(index, "POSTINGS_BUDGET", 10_000)
-    assert rank(project, ["zebra", "common"], 1) == found
-    # Too few rare candidates for the limit: the common term generates candidates too.
+    assert rank(project, weights, 1) == found
+
+
+def test_a_memory_found_only_by_common_terms_still_wins_when_it_can(
+    project: Project,
+    remember: Remember,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for _ in range(2):
+        remember("zebra")
+    for i in range(4):
+        remember(f"alpha {i}")
+        remember(f"beta {i}")
+    both = remember("alpha beta")
     monkeypatch.setattr(index, "POSTINGS_BUDGET", 2)
-    top = rank(project, ["zebra", "common"], 4)
-    assert top[:2] == rank(project, ["zebra"], 2) and set(top[2:]) <= set(common_only)
+    # Only "zebra" fits the budget, but 0.9 + 0.9 beats 1.0: the bound makes the common terms
+    # generate candidates too, and the answer is the exact one.
+    weights = {"zebra": 1.0, "alpha": 0.9, "beta": 0.9}
+    assert rank(project, weights, 1) == [both]
+    monkeypatch.setattr(index, "POSTINGS_BUDGET", 10_000)
+    assert rank(project, weights, 1) == [both]
+
+
+def test_ties_with_the_last_place_are_all_returned_newest_first(
+    project: Project, remember: Remember
+) -> None:
+    tied = [remember(f"deploy note {i}") for i in range(5)]
+    remember("unrelated")
+    assert rank(project, {"deploy": 1.0}, 2) == tied[::-1]
 
 
 def test_where_restricts_the_candidates(
@@ -97,6 +127,7 @@ def test_where_restricts_the_candidates(
         status=Memory.Status.ARCHIVED,
         reason="",
     )
-    assert rank(project, ["kafka", "partit"], 5) == [archived, active]
+    weights = {"kafka": 1.0, "partit": 1.0}
+    assert rank(project, weights, 5) == [archived, active]
     where = Q(memory__status=Memory.Status.ACTIVE)
-    assert rank(project, ["kafka", "partit"], 5, where=where) == [active]
+    assert rank(project, weights, 5, where=where) == [active]

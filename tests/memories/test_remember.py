@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import pytest
 from rest_framework.test import APIClient
 
 from accounts.actors import Actor
 from accounts.models import User
-from memoryhub.memories import similarity
+from memoryhub.memories import index, similarity
 from memoryhub.memories.models import Memory, MemoryEvent
 from memoryhub.memories.services import MemoryInput, contradicts, memory_remember
 from projects.models import Project
@@ -88,3 +89,18 @@ def test_review_approval(
     assert response.status_code == 200 and response.json()["status"] == "active"
     assert alice_client.post(url).status_code == 400
     assert MemoryEvent.objects.filter(verb="approved").count() == 1
+
+
+def test_a_repeat_merges_even_when_many_older_memories_share_its_words(
+    project: Project, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the postings budget only the rarest words find candidates; hundreds of older
+    # memories tie on them, and the newest (the repeat's original) must not be cut.
+    monkeypatch.setattr(index, "POSTINGS_BUDGET", 10)
+    monkeypatch.setattr(index, "MIN_FETCH", 10)
+    for i in range(60):
+        remember(project, alice, f"alpha beta lorem ipsum dolor sit amet w{i}")
+    first = remember(project, alice, "alpha beta")
+    again = remember(project, alice, "alpha beta")
+    assert again.pk == first.pk
+    assert Memory.objects.filter(project=project, content="alpha beta").count() == 1

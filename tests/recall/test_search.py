@@ -9,7 +9,6 @@ from rest_framework.test import APIClient
 
 from memoryhub.memories.text import tokenize
 from memoryhub.recall import scoring
-from memoryhub.recall import search as search_module
 
 PROJECT = "/api/v1/projects/alpha/"
 URL = PROJECT + "memories/"
@@ -107,12 +106,11 @@ def test_bad_ranking_settings_answer_400(
 def test_filters_that_remove_most_candidates_rank_again_among_visible_ones(
     alice_client: APIClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(search_module, "RERANK_POOL", 4)
     archived = [add(alice_client, "kafka kafka kafka kafka partition") for _ in range(6)]
     for memory_id in archived:
         alice_client.post(f"{URL}{memory_id}/archive/", {}, format="json")
     active = add(alice_client, "kafka consumer group notes for the payments team")
-    # The four best by BM25 are archived; the active one is found in the second pass.
+    # The best by BM25 are archived; the active one is found in the second pass.
     assert [r["id"] for r in search(alice_client, q="kafka partition", k=1)] == [active]
     assert len(search(alice_client, q="kafka partition", k=1, status="archived")) == 1
 
@@ -181,6 +179,15 @@ def test_with_a_session_the_first_five_are_blind_then_unseen_fill(
     assert second == ids[:5] + ids[7:9]  # five blind, then two not seen before
     without = [r["id"] for r in search(alice_client, q="kubernetes", k=7)]
     assert without == ids[:7]
+
+
+def test_day_windows_beyond_the_calendar_are_refused_or_harmless(alice_client: APIClient) -> None:
+    add(alice_client, "docker")
+    response = alice_client.get(SEARCH, {"q": "docker", "days": "1000000"})
+    assert response.status_code == 400
+    assert "days" in response.json()["error"]["details"]
+    early = search(alice_client, q="docker", days=1, as_of="0001-01-01T00:00:00Z")
+    assert len(early) == 1  # the window starts before year 1: no lower bound
 
 
 def test_search_rejects_bad_parameters(alice_client: APIClient) -> None:

@@ -41,7 +41,10 @@ class MemorySearchApi(APIView):
         status = CommaSeparatedChoiceField(choices=[*Memory.Status.values, "all"], required=False)
         subcategory = serializers.ChoiceField(choices=Subcategory.choices, required=False)
         days = serializers.IntegerField(
-            min_value=0, required=False, help_text="Only memories created in the last N days."
+            min_value=0,
+            max_value=36_500,
+            required=False,
+            help_text="Only memories created in the last N days.",
         )
         as_of = serializers.DateTimeField(
             required=False, help_text="'Now' for recency decay (replays)."
