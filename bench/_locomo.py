@@ -9,7 +9,7 @@ and the session metrics. The rankers are
 - `Bm25`: BM25 over an inverted index with the knobs the anchors and MemoryHub differ in
   (Lucene idf, k1, b, whether query-term repeats weigh more, the stopword list);
 - `ServerReplica`: memoryhub/recall/search.py's ranking re-done in Python (BM25 with the
-  defaults of memoryhub/recall/conf.py, k1 0.3 b 0, query-term repeats, raw top-200 pool,
+  defaults of memoryhub/recall/conf.py, k1 0.3 b 0, query-term repeats, every match
   × meow's decay at strength 0.1 with its exemptions, ties by insertion order) over the app's
   own tokenizer and decay table, loaded from the app's files.
   bench/locomo.py checks it against the server's answers.
@@ -363,7 +363,6 @@ class ServerReplica:
     decay: float = 0.1
     stopwords: frozenset[str] | None = None  # None: the app's tokenizer
     query_repeats: bool = True
-    pool: int = 200
     index: Bm25 = field(init=False)
     tok: Callable[[str], list[str]] = field(init=False)
 
@@ -381,7 +380,8 @@ class ServerReplica:
     def search(self, text: str, k: int = 20) -> list[tuple[int, float]]:
         """(turn order, score) of the best k, best first."""
         raw = self.raw(text)
-        pool = sorted(raw, key=lambda i: (-raw[i], i))[: max(self.pool, 4 * k)]
+        # The server's ranking is exact: every memory that shares a term is a candidate.
+        pool = sorted(raw, key=lambda i: (-raw[i], i))
         if not pool:
             return []
         best = raw[pool[0]]
@@ -402,5 +402,6 @@ class ServerReplica:
             return raw[i] * (1 - self.decay + self.decay * weight)
 
         scored = [(i, final(i)) for i in pool]
-        scored.sort(key=lambda p: (-p[1], turns[p[0]].created_at, p[0]))
+        # Like the server: scores equal to 9 decimals are ties (sums in another order).
+        scored.sort(key=lambda p: (-round(p[1], 9), turns[p[0]].created_at, p[0]))
         return scored[:k]

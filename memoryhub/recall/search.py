@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -92,12 +92,14 @@ def raw_pool(
     # raw score cannot overtake it.
     floor = scoring.decay_floor(config.search_decay)
     ranked = index.top_memories(project_id, weights, df, bm25, depth, floor=floor)
-    visible = Memory.objects.filter(_filters(access, query, now)).in_bulk([i for i, _ in ranked])
+    # Tie groups can make this hundreds of memories: only what the decay needs, for now.
+    light = Memory.objects.only("importance", "created_at", "updated_at")
+    visible = light.filter(_filters(access, query, now)).in_bulk([i for i, _ in ranked])
     if any(i not in visible for i, _ in ranked[:depth]):
         # Hidden memories took places among the best: rank again among the visible ones.
         where = _filters(access, query, now, prefix="memory__")
         ranked = index.top_memories(project_id, weights, df, bm25, depth, floor=floor, where=where)
-        visible = Memory.objects.in_bulk([i for i, _ in ranked])
+        visible = light.in_bulk([i for i, _ in ranked])
     return [(visible[i], raw) for i, raw in ranked if i in visible]
 
 
@@ -153,6 +155,8 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
         blind = ranked[: min(FIRST_UNSEEN_BLIND, query.k)]
         rest = [h for h in ranked[len(blind) :] if h.memory.pk not in seen]
         hits = blind + rest[: query.k - len(blind)]
+    full = Memory.objects.in_bulk([hit.memory.pk for hit in hits])
+    hits = [replace(hit, memory=full[hit.memory.pk]) for hit in hits]
     _record_access(hits, query.session)
     return hits
 
