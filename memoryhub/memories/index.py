@@ -5,7 +5,7 @@ Cost model (bench/recall_scale.py): at 100k memories a typical question shares a
 thousands of memories, and ranking every one of them in SQL is what costs, not finding them.
 So ranking reads only postings (each carries its memory's length; index-only scans, no join),
 and the query's common terms only generate candidates when a bound says a memory found by
-them alone could make the cut (top_memories: MaxScore-style, exact).
+them alone could make the cut (top_memories: MaxScore-style; exact up to FULL_RANK_POSTINGS).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from memoryhub.memories.models import Memory, MemoryTerm
 POSTINGS_BUDGET = 5_000
 MIN_FETCH = 200  # candidates per ranking statement, at least
 MAX_CANDIDATES = 2_000
+# The most postings one exact ranking statement may read (about 15 ms at 100k memories).
+FULL_RANK_POSTINGS = 30_000
 # Counts this large cost an index scan of their own; they move slowly, so they are cached.
 CACHE_FROM = 1_000
 STATS_TTL_SECONDS = 60
@@ -96,6 +98,7 @@ def top_memories(
     *,
     floor: float = 1.0,
     where: Q | None = None,
+    max_postings: int | None = FULL_RANK_POSTINGS,
 ) -> list[tuple[int, float]]:
     """(memory id, BM25) of every memory that scores at least floor × the k-th best score, best
     first (ties: newest first); at least the best k when that many match, at most
@@ -106,9 +109,10 @@ def top_memories(
     the other terms' contributions are added to those candidates, and the result stands only
     if no memory outside them could reach the threshold: a memory the SQL did not return
     scores at most (the lowest partial score it kept, when it hit its LIMIT) + Σ (k1 + 1) ×
-    weight over the other terms. Otherwise more terms generate candidates, or the LIMIT grows,
-    and the step repeats. Only a tie group larger than MAX_CANDIDATES is cut (its newest are
-    kept).
+    weight over the other terms. Otherwise one statement ranks on every term — when the query's
+    postings number at most `max_postings` (None: always); past that the pruned answer stands,
+    an approximation (bench/recall_scale.py --explain measures how close). Only a tie group
+    larger than MAX_CANDIDATES is cut (its newest are kept).
     """
     terms = sorted((t for t in weights if t in df), key=lambda t: (df[t], t))
     if not terms or k <= 0:
@@ -117,33 +121,36 @@ def top_memories(
     if where is not None:
         postings = postings.filter(where)
     generating = _generating_count(terms, df, POSTINGS_BUDGET)
+    rest = terms[generating:]
     fetch = min(max(2 * k, MIN_FETCH), MAX_CANDIDATES)
-    while True:
-        rest = terms[generating:]
-        scores = _partial_scores(postings, terms[:generating], weights, bm25, fetch)
-        truncated = len(scores) == fetch
-        if rest and scores:
-            extra = MemoryTerm.objects.filter(
-                project_id=project_id, term__in=rest, memory_id__in=list(scores)
-            ).values_list("memory_id", "term", "tf", "length")
-            for memory_id, term, term_tf, length in extra:
-                scores[memory_id] += bm25.term_score(weights[term], term_tf, length)
-        ranked = sorted(scores.items(), key=lambda item: (-round(item[1], 9), -item[0]))
-        threshold = floor * ranked[k - 1][1] if len(ranked) >= k else 0.0
-        rest_bound = sum(bm25.max_term_score(weights[t]) for t in rest)
-        cut = min(scores.values()) if truncated else 0.0
-        if (not rest and not truncated) or (threshold > 0 and cut + rest_bound < threshold):
-            break  # exact
-        if rest and (rest_bound >= threshold or fetch >= MAX_CANDIDATES):
-            # Double the postings that generate candidates (at least one more term).
-            volume = 2 * sum(df[t] for t in terms[:generating])
-            generating = max(generating + 1, _generating_count(terms, df, volume))
-        elif truncated and fetch < MAX_CANDIDATES:
-            fetch = min(4 * fetch, MAX_CANDIDATES)
-        else:
-            break  # a tie group larger than MAX_CANDIDATES: its newest are kept
+    scores = _partial_scores(postings, terms[:generating], weights, bm25, fetch)
+    if rest and scores:
+        extra = MemoryTerm.objects.filter(
+            project_id=project_id, term__in=rest, memory_id__in=list(scores)
+        ).values_list("memory_id", "term", "tf", "length")
+        for memory_id, term, term_tf, length in extra:
+            scores[memory_id] += bm25.term_score(weights[term], term_tf, length)
+    ranked, threshold = _cut(scores, k, floor)
+    cut = min(scores.values()) if len(scores) == fetch else 0.0
+    rest_bound = sum(bm25.max_term_score(weights[t]) for t in rest)
+    exact = (not rest and len(scores) < fetch) or (threshold > 0 and cut + rest_bound < threshold)
+    affordable = max_postings is None or sum(df[t] for t in terms) <= max_postings
+    if not exact and affordable:
+        # A memory outside could make the cut: rank on every term, as deep as allowed. One
+        # statement; growing the candidates step by step measured slower at 100k memories.
+        scores = _partial_scores(postings, terms, weights, bm25, fetch)
+        ranked, threshold = _cut(scores, k, floor)
+        if len(scores) == fetch and min(scores.values()) >= threshold:  # a long tie group
+            scores = _partial_scores(postings, terms, weights, bm25, MAX_CANDIDATES)
+            ranked, threshold = _cut(scores, k, floor)
     kept = [item for item in ranked if item[1] >= threshold]
     return (kept if len(kept) >= k else ranked[:k])[:MAX_CANDIDATES]
+
+
+def _cut(scores: dict[int, float], k: int, floor: float) -> tuple[list[tuple[int, float]], float]:
+    """The scores best first (ties: newest first), and floor × the k-th best (0 below k)."""
+    ranked = sorted(scores.items(), key=lambda item: (-round(item[1], 9), -item[0]))
+    return ranked, floor * ranked[k - 1][1] if len(ranked) >= k else 0.0
 
 
 def _partial_scores(

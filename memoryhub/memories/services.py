@@ -369,7 +369,13 @@ def _remember_candidates(project: Project, memory: Memory) -> list[Memory]:
     )
     shared = index.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a shared term counts 1, however often
     matched = index.top_memories(
-        project.pk, dict.fromkeys(rarest, 1.0), df, shared, REMEMBER_CANDIDATES, where=same_level
+        project.pk,
+        dict.fromkeys(rarest, 1.0),
+        df,
+        shared,
+        REMEMBER_CANDIDATES,
+        where=same_level,
+        max_postings=None,  # a missed near-duplicate would be stored twice
     )
     return list(
         Memory.objects.filter(pk__in=[i for i, _ in matched]).order_by("-created_at", "-pk")

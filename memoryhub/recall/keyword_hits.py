@@ -136,11 +136,14 @@ def _pool(
     n = candidate_total(access, session, at_least=max(df.values()))
     weights = {t: scoring.idf(n, df[t]) * qtf[t] for t in df}
     presence = index.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a term counts once, as on surfaces
-    ranked = index.top_memories(project_id, weights, df, presence, POOL_LIMIT)
+    # The pool is a shortlist for meow's score, not its answer: no exact ranking of it.
+    ranked = index.top_memories(project_id, weights, df, presence, POOL_LIMIT, max_postings=0)
     ids = list(visible.filter(pk__in=[i for i, _ in ranked]).values_list("pk", flat=True))
     if len(ids) < min(len(ranked), POOL_LIMIT):
         where = _candidates(access, session, "memory__")
-        ranked = index.top_memories(project_id, weights, df, presence, POOL_LIMIT, where=where)
+        ranked = index.top_memories(
+            project_id, weights, df, presence, POOL_LIMIT, where=where, max_postings=0
+        )
         ids = [i for i, _ in ranked]
     return ids, df
 
