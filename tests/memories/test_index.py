@@ -34,11 +34,15 @@ def rank(
     weights: dict[str, float],
     k: int,
     where: Q | None = None,
+    max_postings: int | None = None,
 ) -> list[int]:
     """Ids of the best k (and ties) by BM25 k1 1.2, b 0 with the given term weights."""
     df = index.document_frequencies(project.pk, list(weights))
     bm25 = index.Bm25(k1=1.2, b=0.0, avgdl=1.0)
-    return [i for i, _ in index.top_memories(project.pk, weights, df, bm25, k, where=where)]
+    found = index.top_memories(
+        project.pk, weights, df, bm25, k, where=where, max_postings=max_postings
+    )
+    return [i for i, _ in found]
 
 
 def test_postings_carry_the_memory_length(project: Project, remember: Remember) -> None:
@@ -91,8 +95,7 @@ def test_a_memory_found_only_by_common_terms_still_wins_when_it_can(
     remember: Remember,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for _ in range(2):
-        remember("zebra")
+    zebras = [remember("zebra") for _ in range(2)]
     for i in range(4):
         remember(f"alpha {i}")
         remember(f"beta {i}")
@@ -104,6 +107,9 @@ def test_a_memory_found_only_by_common_terms_still_wins_when_it_can(
     assert rank(project, weights, 1) == [both]
     monkeypatch.setattr(index, "POSTINGS_BUDGET", 10_000)
     assert rank(project, weights, 1) == [both]
+    # Past max_postings the full ranking is not afforded: the pruned answer stands.
+    monkeypatch.setattr(index, "POSTINGS_BUDGET", 2)
+    assert rank(project, weights, 1, max_postings=10) == zebras[::-1]  # tied, newest first
 
 
 def test_ties_with_the_last_place_are_all_returned_newest_first(
