@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 
 from accounts.actors import Actor
 from accounts.models import User
+from memoryhub.core import project_settings
 from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.services import audit_record
 from projects.models import Project, ProjectMembership, Role
@@ -35,6 +36,7 @@ def project_create(
         created_by=owner,
     )
     project.full_clean(validate_unique=False)
+    project_settings.validate(project.settings)
     try:
         # A savepoint, so a taken slug leaves the outer transaction usable.
         with transaction.atomic():
@@ -63,6 +65,8 @@ def project_update(*, access: ProjectAccess, changes: dict[str, Any]) -> Project
     for field, value in changes.items():
         setattr(project, field, value)
     project.full_clean(validate_unique=False)
+    if "settings" in changes:
+        project_settings.validate(project.settings)
     changed = [f for f in changes if before[f] != getattr(project, f)]
     if changed:
         project.save(update_fields=[*changed, "updated_at"])

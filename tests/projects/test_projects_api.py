@@ -163,3 +163,29 @@ def test_member_list_and_errors(alice_client: APIClient) -> None:
     twice = alice_client.post(P + "members/", {"username": "bob", "role": "member"}, format="json")
     assert twice.status_code == 409
     assert alice_client.delete(P + "members/nobody/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"sessions": {"keep_recent_turns": -1}}, "sessions.keep_recent_turns"),
+        ({"pipeline": {"no_such_knob": 1}}, "Unknown pipeline setting 'no_such_knob'."),
+        ({"pipeline": {"dream_suppress_windows": ["25:00-26:00"]}}, "dream_suppress_windows"),
+        ({"recall": {"search_b": 3}}, "recall.search_b must be a number from 0 to 1."),
+    ],
+)
+def test_settings_of_each_app_are_checked_when_saved(
+    alice_client: APIClient, bad: dict[str, Any], message: str
+) -> None:
+    response = alice_client.patch(P, {"settings": bad}, format="json")
+    assert response.status_code == 400
+    assert message in response.json()["error"]["message"]
+    assert "settings" in response.json()["error"]["details"]
+    assert Project.objects.get(slug="alpha").settings == {}
+    created = alice_client.post(
+        "/api/v1/projects/", {"slug": "beta", "settings": bad}, format="json"
+    )
+    assert created.status_code == 400
+    assert not Project.objects.filter(slug="beta").exists()
+    good = {"recall": {"search_k1": 1.5}, "sessions": {"keep_recent_turns": 4}}
+    assert alice_client.patch(P, {"settings": good}, format="json").status_code == 200

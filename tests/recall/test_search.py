@@ -93,14 +93,14 @@ def test_meow_memorys_exact_ranking_is_a_project_setting(alice_client: APIClient
         ("fast", "project settings 'recall' must be an object."),
     ],
 )
-def test_bad_ranking_settings_answer_400(
+def test_bad_ranking_settings_are_refused_when_saved(
     alice_client: APIClient, recall: Any, message: str
 ) -> None:
-    alice_client.patch(PROJECT, {"settings": {"recall": recall}}, format="json")
-    add(alice_client, "docker")
-    response = alice_client.get(SEARCH, {"q": "docker"})
+    response = alice_client.patch(PROJECT, {"settings": {"recall": recall}}, format="json")
     assert response.status_code == 400
     assert response.json()["error"]["message"] == message
+    assert response.json()["error"]["details"] == {"settings": [message]}
+    assert alice_client.get(PROJECT).json()["settings"] == {}
 
 
 def test_filters_that_remove_most_candidates_rank_again_among_visible_ones(
