@@ -546,10 +546,10 @@ def test_every_memory_has_keywords_title_and_a_range() -> None:
     for session in bench.load_corpus():
         first, last = session.records[0].index, session.records[-1].index
         for memory in extract(session.records):
-            assert 1 <= len(memory.keywords) <= 13
+            assert len(memory.keywords) in range(1, 14)
             assert memory.title and len(memory.title) <= 61
             assert first <= memory.record_start <= memory.record_end <= last
-            assert 1 <= memory.importance <= 4
+            assert memory.importance in range(1, 5)
             assert memory.kind in Kind.values
             assert (memory.kind == "project") == bool(memory.subcategory)
             if memory.subcategory:
