@@ -40,7 +40,7 @@ MiB = 1024 * 1024
 OWNER = "bench"
 WORKERS = 2
 GUNICORN_TIMEOUT_S = 600
-# Inherited variables that would change what is measured (as in bench/sessions.py).
+# Inherited variables that would change what is measured.
 DROPPED_ENV_PREFIXES = ("LLM_", "SESSION_", "API_", "CELERY_", "REDIS_", "DATABASE_", "RECALL_")
 DROPPED_ENV = {"DEBUG", "MEMORYHUB_VAR_DIR"}
 
@@ -194,20 +194,29 @@ class Database:
         self.admin_url = admin_url
         self.name = f"memoryhub_bench_{uuid.uuid4().hex[:10]}"
         self.url = urlunsplit(parts._replace(path="/" + self.name))
+        self.host = parts.hostname or ""
         self.created = False
 
     def create(self) -> None:
-        with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
+        except psycopg.Error as exc:
+            raise BenchError(f"cannot create a database on {self.host}: {exc}") from exc
         self.created = True
 
     def drop(self) -> None:
         if not self.created:
             return
         # FORCE ends connections gunicorn may still hold (PostgreSQL ≥ 13).
-        with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
-            statement = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-            conn.execute(statement.format(sql.Identifier(self.name)))
+        statement = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(statement.format(sql.Identifier(self.name)))
+        except psycopg.Error as exc:
+            # Do not mask the error that brought us here; say what is left behind instead.
+            print(f"bench: could not drop {self.name} ({exc}); drop it by hand", file=sys.stderr)
+            return
         self.created = False
 
     def facts(self) -> dict[str, str]:
@@ -329,12 +338,14 @@ class Api:
     """/api/v1/ over one httpx client. gunicorn's sync workers close the connection after each
     response, so every request opens a new TCP connection (as an agent's would)."""
 
-    def __init__(self, base_url: str, token: str) -> None:
+    def __init__(self, base_url: str, token: str, prefix: str = "") -> None:
+        """`prefix`: under /api/v1/, e.g. "projects/<slug>/" for one project's endpoints."""
         self.client = httpx.Client(
-            base_url=f"{base_url}/api/v1/",
+            base_url=f"{base_url}/api/v1/{prefix}",
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(GUNICORN_TIMEOUT_S + 60, connect=10),
         )
+        self.slowest_s = 0.0
 
     def call(
         self, method: str, url: str, expect: int | tuple[int, ...], **kwargs: Any
@@ -343,6 +354,7 @@ class Api:
         started = time.perf_counter()
         response = self.client.request(method, url, **kwargs)
         elapsed = time.perf_counter() - started
+        self.slowest_s = max(self.slowest_s, elapsed)
         allowed = (expect,) if isinstance(expect, int) else expect
         if response.status_code not in allowed:
             raise BenchError(

@@ -35,56 +35,37 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+import _harness
 import psycopg
 from _harness import (  # shared with the other benchmarks
+    GUNICORN_TIMEOUT_S,
+    OWNER,
+    REPO,
+    WORKERS,
+    Api,
     BenchError,
+    MiB,
+    Server,
     _scalar,
-    child_pids,
     cpu_seconds,
-    free_port,
     log,
     ms,
     percentile,
     raise_on_sigterm,
     reset_peak_rss,
+    run_manage,
     status_kib,
 )
-from psycopg import sql
 
-REPO = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent  # the venv's bin/: gunicorn lives next to its python
-MiB = 1024 * 1024
 PROJECT = "bench"
-OWNER = "bench"
-WORKERS = 2
 # The import of a large transcript is one long request; gunicorn's default (30 s, which
-# `make run` and the Docker image use) would kill the worker mid-import. We raise it so the
-# number exists, and flag any request that would not have survived the default.
-GUNICORN_TIMEOUT_S = 600
+# `make run` and the Docker image use) would kill the worker mid-import. The harness raises it
+# (GUNICORN_TIMEOUT_S) so the number exists; requests that the default would kill are flagged.
 DEFAULT_GUNICORN_TIMEOUT_S = 30
 CONTEXT_WINDOW = 200_000
 # Above this share of the CPUs busy with other processes, a phase's numbers get a warning.
 CONTENDED_SHARE = 0.10
-# Inherited variables that would change what is measured (see the module docstring).
-DROPPED_ENV_PREFIXES = ("LLM_", "SESSION_", "API_", "CELERY_", "REDIS_", "DATABASE_")
-DROPPED_ENV = {"DEBUG", "MEMORYHUB_VAR_DIR"}
-
-NO_DATABASE_HELP = """\
-bench/sessions.py needs a PostgreSQL server on which it may CREATE DATABASE.
-Start a throwaway one (as root; installs Debian's postgresql package if needed):
-
-    bench/pg.sh
-    export BENCH_DATABASE_URL=$(bench/pg.sh url)
-    .venv/bin/python bench/sessions.py
-    bench/pg.sh stop
-
-or point BENCH_DATABASE_URL (or DATABASE_URL) at any postgres://user:password@host:port/db
-whose user has CREATEDB. A database memoryhub_bench_<random> is created there and dropped
-at the end."""
-
 
 # --- Scale -------------------------------------------------------------------------------------
 
@@ -459,60 +440,8 @@ class PhaseCost:
 # --- Server, database, client ------------------------------------------------------------------
 
 
-def run_manage(env: dict[str, str], *args: str) -> str:
-    """`manage.py ARGS` with the bench environment; its stdout, or BenchError with both streams."""
-    command = [sys.executable, str(REPO / "manage.py"), *args]
-    done = subprocess.run(  # noqa: S603 — fixed argv, no shell
-        command, cwd=REPO, env=env, capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise BenchError(
-            f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-        )
-    return done.stdout
-
-
-class Database:
-    """The benchmark's own database on the given server: created fresh, dropped at the end."""
-
-    def __init__(self, admin_url: str) -> None:
-        parts = urlsplit(admin_url)
-        if parts.scheme not in ("postgres", "postgresql"):
-            raise BenchError(f"expected a postgres:// URL, got scheme {parts.scheme!r}")
-        self.admin_url = admin_url
-        self.name = f"memoryhub_bench_{uuid.uuid4().hex[:10]}"
-        self.url = urlunsplit(parts._replace(path="/" + self.name))
-        self.host = parts.hostname or ""
-        self.created = False
-
-    def create(self) -> None:
-        try:
-            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
-        except psycopg.Error as exc:
-            raise BenchError(f"cannot create a database on {self.host}: {exc}") from exc
-        self.created = True
-
-    def drop(self) -> None:
-        if not self.created:
-            return
-        # FORCE ends connections gunicorn may still hold (PostgreSQL ≥ 13).
-        statement = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-        try:
-            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=10) as conn:
-                conn.execute(statement.format(sql.Identifier(self.name)))
-        except psycopg.Error as exc:
-            # Do not mask the error that brought us here; say what is left behind instead.
-            print(f"bench: could not drop {self.name} ({exc}); drop it by hand", file=sys.stderr)
-            return
-        self.created = False
-
-    def facts(self) -> dict[str, str]:
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            facts = {"version": str(_scalar(conn, "SELECT version()"))}
-            for setting in ("fsync", "synchronous_commit", "shared_buffers"):
-                facts[setting] = str(_scalar(conn, f"SHOW {setting}"))
-        return facts
+class Database(_harness.Database):
+    """The shared bench database, plus what the phases' cost accounting reads."""
 
     def now(self, conn: psycopg.Connection[Any]) -> datetime:
         when: datetime = _scalar(conn, "SELECT now()")
@@ -544,132 +473,6 @@ def _is_postgres(pid: int) -> bool:
         return b"postgres" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-
-
-class Server:
-    """gunicorn in its own process group, so that stopping it ends every worker."""
-
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
-        self.env = env
-        self.port = free_port()
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout_s: float = 60) -> None:
-        command = [
-            str(BIN / "gunicorn"),
-            "memoryhub.wsgi",
-            "--workers",
-            str(WORKERS),
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--timeout",
-            str(GUNICORN_TIMEOUT_S),
-            "--no-control-socket",  # else ~/.gunicorn/gunicorn.ctl, shared with `make run`
-        ]
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 — fixed argv, no shell
-                command,
-                cwd=REPO,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"gunicorn exited {self.proc.returncode}:\n{self.log_tail()}")
-            if len(self.worker_pids()) == WORKERS and self._answers():
-                return
-            time.sleep(0.2)
-        raise BenchError(f"gunicorn did not answer within {timeout_s:.0f} s:\n{self.log_tail()}")
-
-    def _answers(self) -> bool:
-        try:
-            httpx.get(self.base_url + "/healthz", timeout=5)
-        except httpx.TransportError:
-            return False
-        return True  # any status: /healthz also checks the (absent) Celery worker
-
-    def recycle_workers(self, timeout_s: float = 60) -> None:
-        """Replace the workers by fresh ones: on SIGHUP gunicorn starts new workers, which
-        import the app anew (it is not preloaded), and stops the old ones gracefully."""
-        assert self.proc is not None
-        old = set(self.worker_pids())
-        os.kill(self.proc.pid, signal.SIGHUP)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(f"gunicorn exited {self.proc.returncode}:\n{self.log_tail()}")
-            pids = set(self.worker_pids())
-            if len(pids) == WORKERS and not pids & old and self._answers():
-                return
-            time.sleep(0.1)
-        raise BenchError(f"gunicorn did not replace its workers:\n{self.log_tail()}")
-
-    def worker_pids(self) -> list[int]:
-        return child_pids(self.proc.pid) if self.proc else []
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)  # pgid == pid: start_new_session
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=15)
-        # Whatever is left of the group (a hung master, or workers of a master that died).
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-
-
-class Api:
-    """The project's API over one httpx client (keep-alive; see the note on sync workers)."""
-
-    def __init__(self, base_url: str, token: str) -> None:
-        self.client = httpx.Client(
-            base_url=f"{base_url}/api/v1/projects/{PROJECT}/",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=httpx.Timeout(GUNICORN_TIMEOUT_S + 60, connect=10),
-        )
-        self.slowest_s = 0.0
-
-    def call(
-        self, method: str, url: str, expect: int | tuple[int, ...], **kwargs: Any
-    ) -> tuple[httpx.Response, float]:
-        """One request; its response and seconds. Any other status raises with the body."""
-        started = time.perf_counter()
-        response = self.client.request(method, url, **kwargs)
-        elapsed = time.perf_counter() - started
-        self.slowest_s = max(self.slowest_s, elapsed)
-        allowed = (expect,) if isinstance(expect, int) else expect
-        if response.status_code not in allowed:
-            raise BenchError(
-                f"{method} {url}: HTTP {response.status_code}, expected {expect}:\n"
-                f"{response.text[:3000]}"
-            )
-        return response, elapsed
-
-    def post_json(self, url: str, body: bytes, expect: int) -> tuple[httpx.Response, float]:
-        # Bodies are encoded before timing, so latencies hold no client-side JSON work.
-        headers = {"Content-Type": "application/json"}
-        return self.call("POST", url, expect, content=body, headers=headers)
-
-    def close(self) -> None:
-        self.client.close()
 
 
 class Meter:
@@ -1108,19 +911,8 @@ def _seconds(value: float | None) -> str:
 
 
 def server_env(db_url: str, var_dir: Path, import_bytes: int) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(DROPPED_ENV_PREFIXES) and k not in DROPPED_ENV
-    }
-    env.update(
-        DATABASE_URL=db_url,
-        MEMORYHUB_VAR_DIR=str(var_dir),
-        DEBUG="false",  # DEBUG keeps every SQL query in memory: it would skew RSS and time
-        LLM_PROVIDER="offline",
-        SESSION_IMPORT_MAX_BYTES=str(max(256 * MiB, 2 * import_bytes)),
-        PYTHONUNBUFFERED="1",
-    )
+    env = _harness.server_env(db_url, var_dir)
+    env["SESSION_IMPORT_MAX_BYTES"] = str(max(256 * MiB, 2 * import_bytes))
     return env
 
 
@@ -1143,7 +935,7 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
         log(f"starting gunicorn on {server.base_url}")
         stack.callback(server.stop)  # registered after db.drop, so it runs before it
         server.start()
-        api = Api(server.base_url, token)
+        api = Api(server.base_url, token, prefix=f"projects/{PROJECT}/")
         stack.callback(api.close)
         meter = Meter(server, db, api)
         stack.callback(meter.close)
@@ -1213,9 +1005,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
     args = parser.parse_args(argv)
-    admin_url = os.environ.get("BENCH_DATABASE_URL") or os.environ.get("DATABASE_URL")
+    admin_url = _harness.admin_url_or_help("bench/sessions.py")
     if not admin_url:
-        print(NO_DATABASE_HELP, file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, raise_on_sigterm)
     try:
