@@ -11,6 +11,7 @@ imported from it), with the project slug and the worker count made parameters.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import os
@@ -22,7 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,6 +72,25 @@ def admin_url_or_help(script: str) -> str | None:
     if not url:
         print(NO_DATABASE_HELP.format(script=script), file=sys.stderr)
     return url
+
+
+def run_bench(
+    script: str, run: Callable[[argparse.Namespace, str], int], args: argparse.Namespace
+) -> int:
+    """A benchmark's exit code: 2 without a database, 1 on BenchError, 130 on Ctrl-C; SIGTERM
+    unwinds like Ctrl-C, so the server stops and the database is dropped either way."""
+    admin_url = admin_url_or_help(script)
+    if not admin_url:
+        return 2
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
+    try:
+        return run(args, admin_url)
+    except BenchError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted; server stopped and database dropped", file=sys.stderr)
+        return 130
 
 
 def raise_on_sigterm(signum: int, frame: FrameType | None) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -250,18 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dump-k100", metavar="FILE", help="k=100 rankings for dense_probe.py")
     parser.add_argument("--warm-up", type=int, default=WARM_UP, help="untimed searches first")
     args = parser.parse_args(argv)
-    admin_url = h.admin_url_or_help("bench/locomo.py")
-    if not admin_url:
-        return 2
-    signal.signal(signal.SIGTERM, h.raise_on_sigterm)
-    try:
-        return run(args, admin_url)
-    except h.BenchError as exc:
-        print(f"bench: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("bench: interrupted; server stopped and database dropped", file=sys.stderr)
-        return 130
+    return h.run_bench("bench/locomo.py", run, args)
 
 
 if __name__ == "__main__":

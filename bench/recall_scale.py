@@ -41,7 +41,6 @@ import json
 import os
 import random
 import re
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -684,18 +683,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", default=str(L.DATA), help="locomo10.json (default: %(default)s)")
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
     args = parser.parse_args(argv)
-    admin_url = h.admin_url_or_help("bench/recall_scale.py")
-    if not admin_url:
-        return 2
-    signal.signal(signal.SIGTERM, h.raise_on_sigterm)
-    try:
-        return run(args, admin_url)
-    except h.BenchError as exc:
-        print(f"bench: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("bench: interrupted; server stopped and database dropped", file=sys.stderr)
-        return 130
+    return h.run_bench("bench/recall_scale.py", run, args)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -52,7 +51,6 @@ from _harness import (  # shared with the other benchmarks
     log,
     ms,
     percentile,
-    raise_on_sigterm,
     reset_peak_rss,
     run_manage,
     status_kib,
@@ -1005,18 +1003,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
     args = parser.parse_args(argv)
-    admin_url = _harness.admin_url_or_help("bench/sessions.py")
-    if not admin_url:
-        return 2
-    signal.signal(signal.SIGTERM, raise_on_sigterm)
-    try:
-        return run(args, admin_url)
-    except BenchError as exc:
-        print(f"bench: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("bench: interrupted; server stopped and database dropped", file=sys.stderr)
-        return 130
+    return _harness.run_bench("bench/sessions.py", run, args)
 
 
 if __name__ == "__main__":
