@@ -33,31 +33,31 @@ def _uri(path: str) -> str:
     return f"{artifacts.MEMORY_URI_SCHEME}{artifacts.MEMORY_URI_ROOT}/{path}"
 
 
-class ArtifactSummarySerializer(serializers.Serializer):
+class _WithUri(serializers.Serializer):
+    """An artifact's path and its memory:// address."""
+
     path = serializers.CharField()
     uri = serializers.SerializerMethodField()
+
+    def get_uri(self, artifact: BankArtifact) -> str:
+        return _uri(artifact.path)
+
+
+class ArtifactSummarySerializer(_WithUri):
     version = serializers.IntegerField()
     content_hash = serializers.CharField()
     chars = serializers.IntegerField()
     updated_at = serializers.DateTimeField()
     updated_by = serializers.CharField()
 
-    def get_uri(self, artifact: BankArtifact) -> str:
-        return _uri(artifact.path)
 
-
-class ArtifactSerializer(serializers.Serializer):
-    path = serializers.CharField()
-    uri = serializers.SerializerMethodField()
+class ArtifactSerializer(_WithUri):
     content = serializers.CharField()
     version = serializers.IntegerField()
     content_hash = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     updated_by = serializers.CharField()
-
-    def get_uri(self, artifact: BankArtifact) -> str:
-        return _uri(artifact.path)
 
 
 class ArtifactListApi(APIView):
@@ -110,15 +110,10 @@ class ArtifactDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class MemoryUriEntrySerializer(serializers.Serializer):
-    uri = serializers.SerializerMethodField()
-    path = serializers.CharField()
+class MemoryUriEntrySerializer(_WithUri):
     version = serializers.IntegerField()
     chars = serializers.IntegerField()
     updated_at = serializers.DateTimeField()
-
-    def get_uri(self, artifact: BankArtifact) -> str:
-        return _uri(artifact.path)
 
 
 class MemoryUriApi(APIView):
