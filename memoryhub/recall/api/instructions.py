@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from memoryhub.core.api import actor_of, paginated_response, user_of
 from memoryhub.recall import instructions, selectors, services
+from memoryhub.recall.api.serializers import BulkWriteResultSerializer
 from memoryhub.recall.models import InstructionFile, normalize_path
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access
@@ -134,16 +135,10 @@ class InstructionTreeApi(APIView):
             default=False, help_text="Delete the project's files that are not in `files`."
         )
 
-    class InstructionTreeResult(serializers.Serializer):
-        created = serializers.ListField(child=serializers.CharField())
-        updated = serializers.ListField(child=serializers.CharField())
-        unchanged = serializers.ListField(child=serializers.CharField())
-        deleted = serializers.ListField(child=serializers.CharField())
-
     @extend_schema(
         operation_id="instruction_tree_upload",
         request=InstructionTreeInput,
-        responses=InstructionTreeResult,
+        responses=BulkWriteResultSerializer,
     )
     def post(self, request: Request, slug: str) -> Response:
         """Upload a whole tree of project instruction files in one request, all or nothing."""
@@ -153,7 +148,7 @@ class InstructionTreeApi(APIView):
         result = services.instruction_tree_put(
             project=access.project, actor=access.actor, **payload.validated_data
         )
-        return Response(self.InstructionTreeResult(result).data)
+        return Response(BulkWriteResultSerializer(result).data)
 
 
 class UserInstructionFileApi(APIView):

@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 from memoryhub.core.api import actor_of, paginated_response
 from memoryhub.memories.kinds import Scope
 from memoryhub.recall import selectors, services
+from memoryhub.recall.api.serializers import BulkWriteResultSerializer
 from memoryhub.recall.models import RecallFile, normalize_path
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access
@@ -157,16 +158,10 @@ class RecallFileSyncApi(APIView):
             default=False, help_text="Delete stored files of this scope that are not listed."
         )
 
-    class RecallFileSyncResult(serializers.Serializer):
-        created = serializers.ListField(child=serializers.CharField())
-        updated = serializers.ListField(child=serializers.CharField())
-        unchanged = serializers.ListField(child=serializers.CharField())
-        deleted = serializers.ListField(child=serializers.CharField())
-
     @extend_schema(
         operation_id="recall_files_sync",
         request=RecallFileSyncInput,
-        responses=RecallFileSyncResult,
+        responses=BulkWriteResultSerializer,
     )
     def post(self, request: Request, slug: str) -> Response:
         """Mirror one memory directory (the project's or the caller's), all or nothing."""
@@ -182,4 +177,4 @@ class RecallFileSyncApi(APIView):
             files=[services.RecallFileInput(**entry) for entry in data["files"]],
             delete_missing=data["delete_missing"],
         )
-        return Response(self.RecallFileSyncResult(result).data)
+        return Response(BulkWriteResultSerializer(result).data)
