@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.recall import injection
 from memoryhub.recall.models import RecallSeen
+from tests.recall.memories import add_at
 
 P = "/api/v1/projects/alpha/"
 INJECTION = P + "injection/"
@@ -18,14 +19,7 @@ DATE = "2026-03-01"
 
 
 def add(client: APIClient, content: str, kind: str, minute: int, **fields: Any) -> str:
-    stamp = (T0 + timedelta(minutes=minute)).isoformat()
-    response = client.post(
-        P + "memories/",
-        {"content": content, "kind": kind, "created_at": stamp, "updated_at": stamp, **fields},
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return str(response.json()["id"])
+    return add_at(client, content, kind, T0 + timedelta(minutes=minute), **fields)
 
 
 def payload(client: APIClient, **params: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from accounts.models import User
 from memoryhub.recall import keyword_hits
 from memoryhub.recall.keyword_hits import KeywordHit
 from projects.selectors import project_access
+from tests.recall.memories import add_memory
 
 MEMORIES = "/api/v1/projects/alpha/memories/"
 RECALL = "/api/v1/projects/alpha/recall/"
@@ -24,12 +25,9 @@ LN_8_3 = math.log(8 / 3)  # idf with N = 3, df = 1
 
 
 def add(client: APIClient, keywords: list[str], **fields: Any) -> str:
-    fields.setdefault("kind", "fact")
-    fields.setdefault("content", "A note about " + " and ".join(keywords or ["nothing"]) + ".")
+    content = fields.pop("content", "A note about " + " and ".join(keywords or ["nothing"]) + ".")
     fields.setdefault("updated_at", NOW.isoformat())
-    response = client.post(MEMORIES, {"keywords": keywords, **fields}, format="json")
-    assert response.status_code == 201, response.content
-    return str(response.json()["id"])
+    return add_memory(client, content, fields.pop("kind", "fact"), keywords=keywords, **fields)
 
 
 def hits(alice: User, message: str, *, k: int = 10, now: datetime = NOW) -> list[KeywordHit]:

@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 from memoryhub.memories.models import Memory
 from memoryhub.recall.models import RecallSeen
 from memoryhub.recall.panorama import relative_time
+from tests.recall.memories import add_at
 
 P = "/api/v1/projects/alpha/"
 PANORAMA = P + "panorama/"
@@ -16,14 +17,7 @@ AS_OF = "2026-02-04T10:30:00Z"
 
 
 def add(client: APIClient, content: str, kind: str, minute: int, **fields: Any) -> str:
-    stamp = (T0 + timedelta(minutes=minute)).isoformat()
-    response = client.post(
-        P + "memories/",
-        {"content": content, "kind": kind, "created_at": stamp, "updated_at": stamp, **fields},
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return str(response.json()["id"])
+    return add_at(client, content, kind, T0 + timedelta(minutes=minute), **fields)
 
 
 def project(client: APIClient, content: str, sub: str, minute: int, **fields: Any) -> str:

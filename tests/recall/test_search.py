@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from memoryhub.memories.text import tokenize
 from memoryhub.recall import scoring
+from tests.recall.memories import add_memory
 
 PROJECT = "/api/v1/projects/alpha/"
 URL = PROJECT + "memories/"
@@ -16,10 +17,7 @@ SEARCH = URL + "search/"
 
 
 def add(client: APIClient, content: str, **fields: Any) -> str:
-    fields.setdefault("kind", "fact")
-    response = client.post(URL, {"content": content, **fields}, format="json")
-    assert response.status_code == 201, response.content
-    return str(response.json()["id"])
+    return add_memory(client, content, **fields)
 
 
 def search(client: APIClient, **params: Any) -> list[dict[str, Any]]:

@@ -9,16 +9,13 @@ from rest_framework.test import APIClient
 from memoryhub.memories.text import tokenize
 from memoryhub.recall.models import RecallSeen
 from memoryhub.recall.similar import cosine, meow_tokenize
+from tests.recall.memories import add_memory
 
 P = "/api/v1/projects/alpha/"
 
 
 def add(client: APIClient, content: str, kind: str = "fact", **fields: Any) -> str:
-    response = client.post(
-        P + "memories/", {"content": content, "kind": kind, **fields}, format="json"
-    )
-    assert response.status_code == 201, response.content
-    return str(response.json()["id"])
+    return add_memory(client, content, kind, **fields)
 
 
 def similar(client: APIClient, memory_id: str, **params: Any) -> list[dict[str, Any]]:
