@@ -124,6 +124,9 @@ def top_memories(
     rest = terms[generating:]
     fetch = min(max(2 * k, MIN_FETCH), MAX_CANDIDATES)
     scores = _partial_scores(postings, terms[:generating], weights, bm25, fetch)
+    truncated = len(scores) == fetch
+    # The best a memory the statement left out can score on these terms.
+    cut = min(scores.values()) if truncated else 0.0
     if rest and scores:
         extra = MemoryTerm.objects.filter(
             project_id=project_id, term__in=rest, memory_id__in=list(scores)
@@ -131,9 +134,8 @@ def top_memories(
         for memory_id, term, term_tf, length in extra:
             scores[memory_id] += bm25.term_score(weights[term], term_tf, length)
     ranked, threshold = _cut(scores, k, floor)
-    cut = min(scores.values()) if len(scores) == fetch else 0.0
     rest_bound = sum(bm25.max_term_score(weights[t]) for t in rest)
-    exact = (not rest and len(scores) < fetch) or (threshold > 0 and cut + rest_bound < threshold)
+    exact = (not rest and not truncated) or (threshold > 0 and cut + rest_bound < threshold)
     affordable = max_postings is None or sum(df[t] for t in terms) <= max_postings
     if not exact and affordable:
         # A memory outside could make the cut: rank on every term, as deep as allowed. One
