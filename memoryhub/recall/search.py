@@ -23,7 +23,7 @@ from memoryhub.memories import index, text
 from memoryhub.memories.kinds import Scope
 from memoryhub.memories.models import Memory
 from memoryhub.recall import scoring
-from memoryhub.recall.conf import recall_config
+from memoryhub.recall.conf import RecallConfig, recall_config
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.models import AgentSession, SessionRecord
 from projects.selectors import ProjectAccess
@@ -70,7 +70,7 @@ def _filters(access: ProjectAccess, query: SearchQuery, now: datetime, prefix: s
 
 
 def raw_pool(
-    access: ProjectAccess, query: SearchQuery, now: datetime, depth: int
+    access: ProjectAccess, query: SearchQuery, now: datetime, depth: int, config: RecallConfig
 ) -> list[tuple[Memory, float]]:
     """(memory, raw BM25) of the memories the query may return that could rank among the best
     `depth` once decayed, best first."""
@@ -86,7 +86,6 @@ def raw_pool(
     n_docs = max(n_docs, *df.values())  # the cached count may lag behind a fresh df
     # meow-memory sums over query tokens with repeats: a repeated word weighs qtf times.
     weights = {t: scoring.idf(n_docs, df[t]) * qtf[t] for t in df}
-    config = recall_config(access.project.settings)
     bm25 = index.Bm25(k1=config.search_k1, b=config.search_b, avgdl=avgdl)
     # The decay keeps at least this share of a raw score: a memory below floor × the depth-th
     # raw score cannot overtake it.
@@ -125,10 +124,10 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
     now = query.as_of or timezone.now()
     seen = _seen_ids(query.session) if query.session is not None else set()
     # With a session, seen memories after the first five do not count: look that much deeper.
-    pool = raw_pool(access, query, now, min(query.k + len(seen), index.MAX_CANDIDATES))
+    config = recall_config(access.project.settings)
+    pool = raw_pool(access, query, now, min(query.k + len(seen), index.MAX_CANDIDATES), config)
     if not pool:
         return []
-    strength = recall_config(access.project.settings).search_decay
     best = pool[0][1]
     ranked = sorted(
         (
@@ -141,7 +140,7 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
                     importance=memory.importance,
                     updated_at=memory.updated_at,
                     now=now,
-                    strength=strength,
+                    strength=config.search_decay,
                 ),
             )
             for memory, raw in pool
