@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +39,6 @@ import psycopg
 from _harness import (  # shared with the other benchmarks
     GUNICORN_TIMEOUT_S,
     OWNER,
-    REPO,
     WORKERS,
     Api,
     BenchError,
@@ -48,6 +46,7 @@ from _harness import (  # shared with the other benchmarks
     Server,
     _scalar,
     cpu_seconds,
+    git,
     log,
     ms,
     percentile,
@@ -785,8 +784,8 @@ def machine_facts(db_facts: dict[str, str]) -> dict[str, Any]:
                 break
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": _git("rev-parse", "--short", "HEAD"),
-        "uncommitted_changes": bool(_git("status", "--porcelain")),
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "uncommitted_changes": bool(git("status", "--porcelain")),
         "nproc": len(os.sched_getaffinity(0)),
         "cpu": model,
         "postgresql": db_facts.get("version", "?"),
@@ -795,17 +794,6 @@ def machine_facts(db_facts: dict[str, str]) -> dict[str, Any]:
         "gunicorn": f"{WORKERS} sync workers, --timeout {GUNICORN_TIMEOUT_S}",
         "loadavg_at_start": Path("/proc/loadavg").read_text().split()[0],
     }
-
-
-def _git(*args: str) -> str:
-    done = subprocess.run(  # noqa: S603 — fixed argv, no shell
-        ["git", *args],  # noqa: S607 — git from PATH, as a developer runs it
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip() if done.returncode == 0 else "?"
 
 
 def _mib(value: float | None) -> str:

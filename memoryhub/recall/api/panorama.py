@@ -12,21 +12,11 @@ from rest_framework.views import APIView
 
 from memoryhub.core.api import actor_of
 from memoryhub.recall import panorama
+from memoryhub.recall.api.serializers import MemoryRowSerializer
 from projects.selectors import project_access
 
 
-class PanoramaRowSerializer(serializers.Serializer):
-    id = serializers.UUIDField(source="memory.public_id")
-    kind = serializers.CharField(source="memory.kind")
-    scope = serializers.CharField(source="memory.scope")
-    subcategory = serializers.CharField(source="memory.subcategory")
-    title = serializers.CharField(source="memory.title")
-    content = serializers.CharField(source="memory.content")
-    keywords = serializers.ListField(source="memory.keywords", child=serializers.CharField())
-    importance = serializers.IntegerField(source="memory.importance")
-    status = serializers.CharField(source="memory.status")
-    created_at = serializers.DateTimeField(source="memory.created_at")
-    updated_at = serializers.DateTimeField(source="memory.updated_at")
+class PanoramaRowSerializer(MemoryRowSerializer):
     relative = serializers.CharField()
 
 

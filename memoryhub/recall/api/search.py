@@ -12,24 +12,14 @@ from memoryhub.core.api import CommaSeparatedChoiceField, actor_of
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
 from memoryhub.recall import search
+from memoryhub.recall.api.serializers import MemoryRowSerializer
 from memoryhub.sessions.selectors import session_get
 from projects.selectors import project_access
 
 
-class SearchResultSerializer(serializers.Serializer):
-    id = serializers.UUIDField(source="memory.public_id")
-    kind = serializers.CharField(source="memory.kind")
-    scope = serializers.CharField(source="memory.scope")
-    subcategory = serializers.CharField(source="memory.subcategory")
-    title = serializers.CharField(source="memory.title")
-    content = serializers.CharField(source="memory.content")
-    keywords = serializers.ListField(source="memory.keywords", child=serializers.CharField())
-    importance = serializers.IntegerField(source="memory.importance")
-    status = serializers.CharField(source="memory.status")
+class SearchResultSerializer(MemoryRowSerializer):
     metadata = serializers.DictField(source="memory.metadata")
     score = serializers.FloatField()
-    created_at = serializers.DateTimeField(source="memory.created_at")
-    updated_at = serializers.DateTimeField(source="memory.updated_at")
 
 
 class MemorySearchApi(APIView):
