@@ -1,0 +1,32 @@
+// MemoryHub dashboard behaviour shared by every page. No inline scripts (CSP script-src 'self').
+"use strict";
+(function () {
+  // Buttons with data-copy="<element id>" copy that element's text (e.g. a new token).
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest("[data-copy]");
+    if (!button) return;
+    const source = document.getElementById(button.dataset.copy);
+    if (!source || !navigator.clipboard) return;
+    navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+      button.dataset.copied = "true";
+      button.textContent = button.dataset.copiedLabel || "Copied";
+    });
+  });
+
+  // Typed confirmation: a form with data-confirm-value enables its submit button only once the
+  // input named "confirm" holds exactly that value (the server checks again).
+  document.addEventListener("input", function (event) {
+    const form = event.target.closest("form[data-confirm-value]");
+    if (!form || event.target.name !== "confirm") return;
+    const ok = event.target.value === form.dataset.confirmValue;
+    form.querySelectorAll("button[type=submit]").forEach(function (b) { b.disabled = !ok; });
+  });
+
+  // "Select all" checkboxes: data-select-all="<checkbox name>".
+  document.addEventListener("change", function (event) {
+    const all = event.target.closest("[data-select-all]");
+    if (!all) return;
+    document.querySelectorAll('input[type=checkbox][name="' + all.dataset.selectAll + '"]')
+      .forEach(function (box) { box.checked = all.checked; });
+  });
+})();
