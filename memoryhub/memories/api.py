@@ -340,3 +340,83 @@ class MemoryKindsApi(APIView):
     )
     def get(self, request: Request) -> Response:
         return Response(kinds.taxonomy())
+
+
+def _memory_response(access: ProjectAccess, memory: Memory) -> Response:
+    return Response(
+        MemoryOutputSerializer(
+            selectors.memory_get(access=access, public_id=str(memory.public_id))
+        ).data
+    )
+
+
+class MemoryRejectApi(APIView):
+    class RejectInput(serializers.Serializer):
+        reason = serializers.CharField(max_length=1000)
+
+    @extend_schema(
+        operation_id="memories_reject", request=RejectInput, responses=MemoryOutputSerializer
+    )
+    def post(self, request: Request, slug: str, memory_id: str) -> Response:
+        """Review: a maintainer refuses a proposed memory; it is archived with the reason."""
+        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER)
+        memory = selectors.memory_get(access=access, public_id=memory_id)
+        payload = self.RejectInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        memory = services.memory_reject(
+            memory=memory, actor=access.actor, reason=payload.validated_data["reason"]
+        )
+        return _memory_response(access, memory)
+
+
+class MemoryPromoteApi(APIView):
+    @extend_schema(operation_id="memories_promote", request=None, responses=MemoryOutputSerializer)
+    def post(self, request: Request, slug: str, memory_id: str) -> Response:
+        """The owner of a user-scope memory shares it with the project."""
+        access = _access(request, slug, write=True)
+        memory = selectors.memory_get(access=access, public_id=memory_id)
+        memory = services.memory_promote(memory=memory, actor=access.actor)
+        return _memory_response(access, memory)
+
+
+class MemoryMergeApi(APIView):
+    class MergeInput(serializers.Serializer):
+        other = serializers.UUIDField(help_text="The memory merged into this one (archived).")
+        content = serializers.CharField(
+            required=False, trim_whitespace=False, help_text="Default: both texts, this first."
+        )
+
+    @extend_schema(
+        operation_id="memories_merge", request=MergeInput, responses=MemoryOutputSerializer
+    )
+    def post(self, request: Request, slug: str, memory_id: str) -> Response:
+        """Merge another memory into this one; the other is archived, both histories kept."""
+        access = _access(request, slug, write=True)
+        keep = selectors.memory_get(access=access, public_id=memory_id)
+        payload = self.MergeInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        other = selectors.memory_get(access=access, public_id=str(payload.validated_data["other"]))
+        keep = services.memory_merge(
+            keep=keep,
+            other=other,
+            actor=access.actor,
+            content=payload.validated_data.get("content"),
+        )
+        return _memory_response(access, keep)
+
+
+class MemoryDeleteApi(APIView):
+    class DeleteInput(serializers.Serializer):
+        confirm = serializers.CharField(help_text="The first 8 characters of the memory's id.")
+
+    @extend_schema(operation_id="memories_delete", request=DeleteInput, responses={204: None})
+    def post(self, request: Request, slug: str, memory_id: str) -> Response:
+        """Owners only: delete a memory for good (soft states are archive and stale)."""
+        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.OWNER)
+        memory = selectors.memory_get(access=access, public_id=memory_id)
+        payload = self.DeleteInput(data=request.data)
+        payload.is_valid(raise_exception=True)
+        services.memory_delete_unsafe(
+            memory=memory, actor=access.actor, confirm=payload.validated_data["confirm"]
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -449,3 +449,170 @@ def memory_approve(*, memory: Memory, actor: Actor) -> Memory:
         {"status": Memory.Status.ACTIVE},
     ).save()
     return memory
+
+
+# --- Review and curation: reject, promote, merge, hard delete (the web dashboard's actions) ---
+
+
+@transaction.atomic
+def memory_reject(*, memory: Memory, actor: Actor, reason: str) -> Memory:
+    """Review: a proposed memory is refused. It is archived with the reason (never deleted), so
+    the pipeline's output and the reviewer's decision stay in the history."""
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if memory.status != Memory.Status.PROPOSED:
+        raise ApplicationError(
+            f"Only proposed memories can be rejected; this one is {memory.status}."
+        )
+    if not reason.strip():
+        raise ValidationError({"reason": "Say why the memory is rejected."})
+    before = memory.snapshot()
+    memory.status = Memory.Status.ARCHIVED
+    memory.status_reason = reason.strip()[:1000]
+    memory.updated_at = timezone.now()
+    memory.save(update_fields=["status", "status_reason", "updated_at"])
+    keys = ("status", "status_reason")
+    after = memory.snapshot()
+    _event(
+        memory, actor, "rejected", {k: before[k] for k in keys}, {k: after[k] for k in keys}
+    ).save()
+    return memory
+
+
+@transaction.atomic
+def memory_promote(*, memory: Memory, actor: Actor) -> Memory:
+    """A user-scope memory becomes a project memory, visible to the whole team.
+
+    Only its owner may choose this: nobody else can even see it.
+    """
+    from django.core.exceptions import PermissionDenied  # local: this block is appended whole
+
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if memory.scope != Scope.USER:
+        raise ApplicationError("Only user-scope memories can be promoted to the project.")
+    if actor.user is None or memory.owner_id != actor.user.pk:
+        raise PermissionDenied("Only the memory's owner can share it with the project.")
+    before = {"scope": memory.scope, "owner": memory.owner.username if memory.owner else None}
+    memory.scope = Scope.PROJECT
+    memory.owner = None
+    memory.updated_at = timezone.now()
+    _validate(memory)
+    memory.save(update_fields=["scope", "owner", "updated_at"])
+    _event(memory, actor, "promoted", before, {"scope": Scope.PROJECT, "owner": None}).save()
+    return memory
+
+
+MERGEABLE_STATUSES = (Memory.Status.PROPOSED, Memory.Status.ACTIVE, Memory.Status.STALE)
+
+
+@transaction.atomic
+def memory_merge(
+    *, keep: Memory, other: Memory, actor: Actor, content: str | None = None
+) -> Memory:
+    """Merge `other` into `keep`: one memory remains, both histories are kept.
+
+    `keep` takes `content` (default: both texts, `keep`'s first), the union of the keywords,
+    the higher importance and the summed hit count; `other` is archived, superseded by `keep`.
+    Each gets an event naming the other, so either history leads to the other. Both must share
+    project, scope and owner (merging a private memory into a shared one would publish it:
+    promote it first).
+    """
+    if keep.pk == other.pk:
+        raise ValidationError({"other": "Pick two different memories."})
+    # Lock in id order so two opposite merges cannot deadlock.
+    locked = {
+        m.pk: m
+        for m in Memory.objects.select_for_update()
+        .filter(pk__in=[keep.pk, other.pk])
+        .order_by("pk")
+    }
+    keep, other = locked[keep.pk], locked[other.pk]
+    if keep.project_id != other.project_id:
+        raise ValidationError({"other": "Both memories must belong to the same project."})
+    if (keep.scope, keep.owner_id) != (other.scope, other.owner_id):
+        raise ValidationError(
+            {"other": "Both memories must have the same scope (promote a user memory first)."}
+        )
+    for memory in (keep, other):
+        if memory.status not in MERGEABLE_STATUSES:
+            raise ApplicationError(f"A {memory.status} memory cannot be merged; restore it first.")
+    merged_content = content if content is not None else f"{keep.content}\n\n{other.content}"
+    before = keep.snapshot()
+    keep.content = merged_content
+    keep.keywords = normalize_keywords([*keep.keywords, *other.keywords])
+    keep.importance = max(keep.importance, other.importance)
+    keep.hit_count = keep.hit_count + other.hit_count
+    _redact(keep)
+    _validate(keep)
+    keep.content_hash = content_hash(keep.content)
+    keep.updated_at = timezone.now()
+    _reindex(keep)  # sets term_count
+    keep.save(
+        update_fields=[
+            "content",
+            "keywords",
+            "importance",
+            "hit_count",
+            "content_hash",
+            "term_count",
+            "updated_at",
+        ]
+    )
+    after = keep.snapshot()
+    changed = [n for n in ("content", "keywords", "importance") if before[n] != after[n]]
+    _event(
+        keep,
+        actor,
+        "merged_from",
+        {n: before[n] for n in changed},
+        {**{n: after[n] for n in changed}, "merged_from": str(other.public_id)},
+    ).save()
+    other_before = other.snapshot()
+    other.status = Memory.Status.ARCHIVED
+    other.status_reason = f"Merged into {keep.public_id}."
+    other.superseded_by = keep
+    other.updated_at = keep.updated_at
+    other.save(update_fields=["status", "status_reason", "superseded_by", "updated_at"])
+    keys = ("status", "status_reason", "superseded_by")
+    other_after = other.snapshot()
+    _event(
+        other,
+        actor,
+        "merged_into",
+        {k: other_before[k] for k in keys},
+        {k: other_after[k] for k in keys},
+    ).save()
+    return keep
+
+
+def memory_delete_confirmation(memory: Memory) -> str:
+    """What a person types to hard-delete `memory`: the first 8 characters of its id."""
+    return str(memory.public_id)[:8]
+
+
+@transaction.atomic
+def memory_delete_unsafe(*, memory: Memory, actor: Actor, confirm: str) -> None:
+    """Delete a memory for good, with its history and postings (e.g. it holds something that
+    must not be kept). The callers let only project owners do this. `confirm` must be
+    memory_delete_confirmation(memory). The project's audit log keeps who deleted what."""
+    if confirm.strip() != memory_delete_confirmation(memory):
+        raise ValidationError(
+            {"confirm": "Type the first 8 characters of the memory's id to delete it."}
+        )
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    from memoryhub.core.services import audit_record  # core's audit log outlives the memory
+
+    audit_record(
+        actor=actor,
+        verb="memory.deleted",
+        target_type="memory",
+        target_id=memory.public_id,
+        project=memory.project,
+        before={
+            "kind": memory.kind,
+            "scope": memory.scope,
+            "title": memory.title,
+            "status": memory.status,
+            "content_hash": memory.content_hash,
+        },
+    )
+    memory.delete()

@@ -40,4 +40,24 @@ urlpatterns = [
         api.MemoryHistoryApi.as_view(),
         name="memory-history",
     ),
+    path(
+        "projects/<slug:slug>/memories/<uuid:memory_id>/reject/",
+        api.MemoryRejectApi.as_view(),
+        name="memory-reject",
+    ),
+    path(
+        "projects/<slug:slug>/memories/<uuid:memory_id>/promote/",
+        api.MemoryPromoteApi.as_view(),
+        name="memory-promote",
+    ),
+    path(
+        "projects/<slug:slug>/memories/<uuid:memory_id>/merge/",
+        api.MemoryMergeApi.as_view(),
+        name="memory-merge",
+    ),
+    path(
+        "projects/<slug:slug>/memories/<uuid:memory_id>/delete/",
+        api.MemoryDeleteApi.as_view(),
+        name="memory-delete",
+    ),
 ]
