@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Links the server prints (trimmed tool output, the demo hint) point at where it listens.
+SITE_URL ?= http://$(HOST):$(PORT)
 
 # Django 6 needs Python >= 3.12. Try explicit interpreters first, then pyenv's installs,
 # then python3; each candidate must actually run (pyenv shims exist for versions that
@@ -15,7 +17,7 @@ FIND_PYTHON = for c in $(PYTHON_CANDIDATES); do \
 	  if "$$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then \
 	    echo "$$c"; exit 0; fi; done; exit 1
 
-.PHONY: install run test lint typecheck check schema clean
+.PHONY: install run test test-fast lint typecheck check schema clean
 
 install: $(VENV)/.installed
 
@@ -34,9 +36,9 @@ run: install
 	@mkdir -p var
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
-	$(PY) manage.py demo_setup
+	SITE_URL=$(SITE_URL) $(PY) manage.py demo_setup
 	@echo "MemoryHub is starting at http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/)"
-	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
+	@export SITE_URL=$(SITE_URL); trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
 	  $(VENV)/bin/celery -A memoryhub worker --beat --loglevel=INFO --concurrency=2 \
 	    --schedule=var/celerybeat-schedule & \
 	  $(VENV)/bin/gunicorn memoryhub.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile - & \
@@ -46,9 +48,15 @@ test: install
 	@mkdir -p var
 	$(PY) -m pytest
 
+# Quick local runs: everything except the tests that start a real Celery worker.
+test-fast: install
+	@mkdir -p var
+	$(PY) -m pytest -m "not worker"
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-logo
 
 typecheck: install
 	$(VENV)/bin/mypy .

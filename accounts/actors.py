@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rest_framework.exceptions import NotAuthenticated
+
 from accounts.models import ApiToken, User
 
 
@@ -14,12 +16,6 @@ class Actor:
     token: ApiToken | None = None
     # For work nobody requested directly: "pipeline", "dream", "cli", "system".
     system: str = ""
-
-    @classmethod
-    def from_request(cls, request: Any) -> Actor:
-        token = request.auth if isinstance(request.auth, ApiToken) else None
-        user = request.user if isinstance(request.user, User) else None
-        return cls(user=user, token=token)
 
     @classmethod
     def for_system(cls, name: str, *, user: User | None = None) -> Actor:
@@ -49,3 +45,17 @@ class Actor:
     @property
     def restricted_project_id(self) -> int | None:
         return self.token.project_id if self.token is not None else None
+
+
+def actor_of(request: Any) -> Actor:
+    """The actor of an API request: the person, and the token when one authenticated it."""
+    token = request.auth if isinstance(request.auth, ApiToken) else None
+    user = request.user if isinstance(request.user, User) else None
+    return Actor(user=user, token=token)
+
+
+def user_of(request: Any) -> User:
+    """The authenticated person (the default permission class guarantees there is one)."""
+    if not isinstance(request.user, User):
+        raise NotAuthenticated()
+    return request.user

@@ -12,8 +12,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import selectors, services
+from accounts.actors import actor_of, user_of
 from accounts.models import ApiToken
-from memoryhub.core.api import actor_of, paginated_response, user_of
+from memoryhub.core.api import paginated_response
 from projects.selectors import project_access
 
 

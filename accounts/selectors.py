@@ -26,3 +26,8 @@ def token_list(*, user: User) -> QuerySet[ApiToken]:
 
 def token_get(*, user: User, public_id: str) -> ApiToken | None:
     return token_list(user=user).filter(public_id=public_id).first()
+
+
+def user_get(*, username: str, active_only: bool = False) -> User | None:
+    users = User.objects.filter(username=username)
+    return (users.filter(is_active=True) if active_only else users).first()

@@ -9,8 +9,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.models import User
-from memoryhub.core.api import actor_of, paginated_response, user_of
+from accounts import selectors as account_selectors
+from accounts.actors import actor_of, user_of
+from memoryhub.core.api import paginated_response
 from projects import selectors, services
 from projects.models import PROJECT_SETTINGS_MAX_BYTES, Role
 
@@ -114,9 +115,9 @@ class MemberCollectionApi(APIView):
         )
         payload = self.MemberAddInput(data=request.data)
         payload.is_valid(raise_exception=True)
-        user = User.objects.filter(
-            username=payload.validated_data["username"], is_active=True
-        ).first()
+        user = account_selectors.user_get(
+            username=payload.validated_data["username"], active_only=True
+        )
         if user is None:
             raise serializers.ValidationError({"username": ["No active user with this name."]})
         membership = services.membership_add(

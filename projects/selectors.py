@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from accounts.actors import Actor
+from accounts.models import User
 from projects.models import Project, ProjectMembership, Role
 
 
@@ -49,6 +50,21 @@ def project_access(*, slug: str, actor: Actor, min_role: Role = Role.VIEWER) -> 
     if role.rank < min_role.rank:
         raise PermissionDenied(f"This action needs the {min_role} role or higher; you are {role}.")
     return ProjectAccess(project=membership.project, role=role, actor=actor)
+
+
+def project_exists(*, slug: str) -> bool:
+    """For set-up commands only: requests go through project_access."""
+    return Project.objects.filter(slug=slug).exists()
+
+
+def project_of_member(*, user: User, slug: str) -> Project | None:
+    """The project `slug` when `user` is a member of it (commands acting for a person)."""
+    membership = (
+        ProjectMembership.objects.select_related("project")
+        .filter(user=user, project__slug=slug)
+        .first()
+    )
+    return membership.project if membership else None
 
 
 def membership_list(*, project: Project) -> QuerySet[ProjectMembership]:

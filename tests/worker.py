@@ -105,3 +105,10 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
             return True
         time.sleep(0.25)
     return False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses a real worker is marked `worker`: `make test-fast` leaves them out."""
+    for item in items:
+        if "celery_worker" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.worker)

@@ -1,4 +1,4 @@
-"""Small helpers shared by every app's api.py."""
+"""Small helpers shared by every app's api.py (who is asking: accounts.actors.actor_of)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,10 @@ from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.exceptions import NotAuthenticated
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
-
-from accounts.actors import Actor
-from accounts.models import User
-
-
-def actor_of(request: Request) -> Actor:
-    return Actor.from_request(request)
-
-
-def user_of(request: Request) -> User:
-    """The authenticated person (the default permission class guarantees there is one)."""
-    if not isinstance(request.user, User):
-        raise NotAuthenticated()
-    return request.user
 
 
 class Pagination(LimitOffsetPagination):

@@ -7,11 +7,10 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from memoryhub.celery import app as celery_app
-from memoryhub.core.models import WorkerHeartbeat
+from memoryhub.core.selectors import worker_status
 
 
 def _check_database() -> dict[str, Any]:
@@ -32,20 +31,6 @@ def _check_broker() -> dict[str, Any]:
     except Exception as exc:  # kombu raises many types for "cannot connect"
         return {"ok": False, "transport": transport, "error": f"{type(exc).__name__}: {exc}"}
     return {"ok": True, "transport": transport}
-
-
-def worker_status() -> dict[str, Any]:
-    beat = WorkerHeartbeat.objects.order_by("-last_seen").first()
-    if beat is None:
-        return {"seen": False}
-    age = (timezone.now() - beat.last_seen).total_seconds()
-    # Three missed heartbeats in a row means no worker is consuming.
-    return {
-        "seen": True,
-        "hostname": beat.hostname,
-        "seconds_since_heartbeat": round(age, 1),
-        "alive": age <= 3 * settings.WORKER_HEARTBEAT_SECONDS,
-    }
 
 
 @require_GET

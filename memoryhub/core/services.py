@@ -1,16 +1,23 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from memoryhub.core.models import AuditEvent, WorkerHeartbeat
 
-if TYPE_CHECKING:
-    from accounts.actors import Actor
-    from projects.models import Project
+
+class Actor(Protocol):
+    """What an audit row needs of accounts.actors.Actor (core imports nothing above it)."""
+
+    @property
+    def user(self) -> Any: ...
+    @property
+    def token(self) -> Any: ...
+    @property
+    def label(self) -> str: ...
 
 
 def audit_record(
@@ -19,13 +26,13 @@ def audit_record(
     verb: str,
     target_type: str,
     target_id: str | int | UUID,
-    project: Project | None = None,
+    project: models.Model | None = None,
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
 ) -> AuditEvent:
     """Write an audit row; callers run inside their own transaction so both land or neither."""
     return AuditEvent.objects.create(
-        project=project,
+        project_id=None if project is None else project.pk,
         actor_user=actor.user,
         actor_token=actor.token,
         actor_label=actor.label,

@@ -10,7 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import CommaSeparatedChoiceField, actor_of, paginated_response
+from accounts.actors import actor_of
+from memoryhub.core.api import CommaSeparatedChoiceField, paginated_response
 from memoryhub.memories import kinds, selectors, services
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory

@@ -8,8 +8,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of
-from memoryhub.core.health import worker_status
+from accounts.actors import actor_of
+from memoryhub.core.selectors import worker_status
 from memoryhub.core.services import audit_record
 from memoryhub.llm import selectors as llm_selectors
 from memoryhub.llm.api import LlmUsageApi

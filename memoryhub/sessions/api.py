@@ -14,7 +14,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of, paginated_response
+from accounts.actors import actor_of
+from memoryhub.core.api import paginated_response
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.parsers import NdjsonParser
 from memoryhub.sessions import selectors, services

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import subprocess
 from io import StringIO
+from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -55,3 +58,24 @@ def test_demo_setup_runs_once(db: None) -> None:
     assert "token:    mh_rw_" in out
     again, _ = run("demo_setup")
     assert "exists" in again and "mh_rw_" not in again
+
+
+def test_demo_setup_prints_the_address_the_server_listens_on(db: None, settings: Any) -> None:
+    settings.SITE_URL = "http://0.0.0.0:9123"  # what `make run HOST=0.0.0.0 PORT=9123` passes
+    out, _ = run("demo_setup")
+    assert "http://0.0.0.0:9123/api/v1/projects/demo/memories/" in out
+    assert ":8000" not in out
+
+
+def test_make_run_passes_its_host_and_port_as_site_url() -> None:
+    root = Path(__file__).resolve().parents[2]
+    plan = subprocess.run(
+        ["make", "-n", "run", "HOST=0.0.0.0", "PORT=9123"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    demo = next(line for line in plan.splitlines() if "demo_setup" in line)
+    server = next(line for line in plan.splitlines() if "trap" in line)
+    assert "SITE_URL=http://0.0.0.0:9123" in demo and "SITE_URL=http://0.0.0.0:9123" in server

@@ -64,8 +64,9 @@ def test_resume_cuts_a_dangling_tool_use(alice_client: APIClient) -> None:
 
 
 def test_resume_is_byte_identical_and_large_results_can_be_fetched(
-    alice_client: APIClient,
+    alice_client: APIClient, settings: Any
 ) -> None:
+    settings.SITE_URL = "http://10.1.2.3:9123"  # `make run HOST=10.1.2.3 PORT=9123`
     big = "line of output\n" * 5000  # 75,000 chars: over the 50,000 single-result limit
     start(alice_client, [*turn(1), *turn(2, text="again")])
     alice_client.post(
@@ -92,7 +93,8 @@ def test_resume_is_byte_identical_and_large_results_can_be_fetched(
     preview = first.json()["messages"][-1]["content"][0]["content"]
     assert preview.startswith("<persisted-output>") and len(preview) < 3000
     link = next(line for line in preview.splitlines() if "/tool-results/big/" in line)
-    fetched = alice_client.get(link.replace("http://127.0.0.1:8000", ""))
+    assert "http://10.1.2.3:9123/api/v1/projects/alpha/sessions/" in link
+    fetched = alice_client.get(link.split("http://10.1.2.3:9123", 1)[1].strip())
     assert fetched.status_code == 200 and fetched.content.decode() == big
     assert ToolResultDecision.objects.exclude(artifact="").count() == 1
 

@@ -4,10 +4,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from accounts import selectors
 from accounts.actors import Actor
-from accounts.models import User
 from accounts.services import token_create
-from projects.models import ProjectMembership
+from projects import selectors as project_selectors
 
 
 class Command(BaseCommand):
@@ -20,19 +20,14 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="cli")
 
     def handle(self, *args: Any, **options: Any) -> str:
-        user = User.objects.filter(username=options["user"]).first()
+        user = selectors.user_get(username=options["user"])
         if user is None:
             raise CommandError(f"No user {options['user']!r}.")
         project = None
         if options["project"]:
-            membership = (
-                ProjectMembership.objects.select_related("project")
-                .filter(user=user, project__slug=options["project"])
-                .first()
-            )
-            if membership is None:
+            project = project_selectors.project_of_member(user=user, slug=options["project"])
+            if project is None:
                 raise CommandError(f"{user.username} is not a member of {options['project']!r}.")
-            project = membership.project
         _, raw = token_create(
             user=user,
             name=options["name"],

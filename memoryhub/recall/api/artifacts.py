@@ -11,7 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of, paginated_response
+from accounts.actors import actor_of
+from memoryhub.core.api import paginated_response
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.memories import artifacts
 from memoryhub.memories.models import BankArtifact

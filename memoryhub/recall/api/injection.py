@@ -18,7 +18,7 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of
+from accounts.actors import actor_of
 from memoryhub.recall import injection
 from memoryhub.sessions.selectors import session_get
 from projects.selectors import project_access

@@ -15,7 +15,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of, paginated_response, user_of
+from accounts.actors import actor_of, user_of
+from memoryhub.core.api import paginated_response
 from memoryhub.recall import instructions, selectors, services
 from memoryhub.recall.api.serializers import BulkWriteResultSerializer
 from memoryhub.recall.models import InstructionFile, normalize_path

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of
+from accounts.actors import actor_of
 from memoryhub.recall import panorama
 from memoryhub.recall.api.serializers import MemoryRowSerializer
 from projects.selectors import project_access

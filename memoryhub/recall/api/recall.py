@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of
+from accounts.actors import actor_of
 from memoryhub.recall import recall_files, services
 from memoryhub.recall.keyword_hits import KeywordHit
 from memoryhub.recall.models import RecallFile

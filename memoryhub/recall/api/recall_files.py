@@ -16,7 +16,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of, paginated_response
+from accounts.actors import actor_of
+from memoryhub.core.api import paginated_response
 from memoryhub.memories.kinds import Scope
 from memoryhub.recall import selectors, services
 from memoryhub.recall.api.serializers import BulkWriteResultSerializer

@@ -8,7 +8,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import CommaSeparatedChoiceField, actor_of
+from accounts.actors import actor_of
+from memoryhub.core.api import CommaSeparatedChoiceField
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
 from memoryhub.recall import search

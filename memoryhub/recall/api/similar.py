@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of
+from accounts.actors import actor_of
 from memoryhub.memories import selectors
 from memoryhub.recall import similar
 from memoryhub.recall.similar import Similar

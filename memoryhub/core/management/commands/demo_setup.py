@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from accounts.actors import Actor
@@ -35,6 +36,6 @@ class Command(BaseCommand):
             f"  project:  {project.slug}",
             f"  token:    {raw}",
             "  try:     curl -H 'Authorization: Bearer <token>' "
-            "http://127.0.0.1:8000/api/v1/projects/demo/memories/",
+            f"{settings.SITE_URL}/api/v1/projects/{project.slug}/memories/",
         ]
         return "\n".join(lines)
