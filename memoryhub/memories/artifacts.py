@@ -29,6 +29,7 @@ from django.utils import timezone
 from accounts.actors import Actor
 from memoryhub.core import redaction
 from memoryhub.core.services import audit_record
+from memoryhub.memories import markup
 from memoryhub.memories.models import BankArtifact
 from projects.models import Project
 
@@ -225,6 +226,8 @@ def artifact_put(
         raise ValidationError({"path": exc.messages}) from None
     _check_content(content)
     content = redaction.redact(content)[0]  # secrets never reach an artifact, whoever writes
+    # Artifacts are injected and served inside wrappers: their text must not close one.
+    content = markup.neutralize(content)
     digest = content_digest(content)
     artifact = BankArtifact.objects.select_for_update().filter(project=project, path=path).first()
     if artifact is None:

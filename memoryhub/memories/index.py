@@ -44,8 +44,9 @@ class Bm25:
         return weight * tf * (self.k1 + 1) / (tf + norm)
 
 
-def bank_stats(project_id: int) -> tuple[int, float]:
-    """(number of memories, average term count) of the project's bank, every status."""
+def corpus_stats(project_id: int) -> tuple[int, float]:
+    """BM25's corpus statistics: (number of memories, average term count) of the project's
+    bank, every status and scope (idf is a property of the bank, not of one reader)."""
     key = f"recall:stats:{project_id}"
     stats = cache.get(key)
     if stats is None:

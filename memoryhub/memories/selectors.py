@@ -8,8 +8,10 @@ from datetime import datetime
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
+from accounts.models import User
 from memoryhub.memories.kinds import Scope
 from memoryhub.memories.models import Memory, MemoryEvent
+from projects.models import Project
 from projects.selectors import ProjectAccess
 
 DEFAULT_STATUSES = (Memory.Status.PROPOSED, Memory.Status.ACTIVE, Memory.Status.STALE)
@@ -30,11 +32,48 @@ class MemoryFilters:
     updated_before: datetime | None = None
 
 
+def memory_visible_q(*, user: User | None, prefix: str = "") -> Q:
+    """THE visibility rule of the bank, as a Q: project-scope memories, plus `user`'s own
+    user-scope memories (none when `user` is None: what every member may see).
+
+    `prefix` ("memory__") applies it through a relation, e.g. to index postings. Every read
+    path filters memories by scope or owner through this function only
+    (tests/memories/test_one_rule.py fails on a second spelling).
+    """
+    project_scope = Q(**{f"{prefix}scope": Scope.PROJECT})
+    if user is None:
+        return project_scope
+    return project_scope | Q(**{f"{prefix}scope": Scope.USER, f"{prefix}owner": user})
+
+
+def memory_scope_q(*, scope: str, prefix: str = "") -> Q:
+    """Narrow a visible set to one scope (a filter of the list and search endpoints)."""
+    return Q(**{f"{prefix}scope": scope})
+
+
+def memory_same_level_q(*, memory: Memory, prefix: str = "") -> Q:
+    """Memories at `memory`'s level: same kind, scope and owner (merge and contradiction
+    candidates never cross from one person's memories to another's or to the project's)."""
+    return Q(
+        **{
+            f"{prefix}kind": memory.kind,
+            f"{prefix}scope": memory.scope,
+            f"{prefix}owner": memory.owner,
+        }
+    )
+
+
 def memory_visible(*, access: ProjectAccess) -> QuerySet[Memory]:
     """Project-scope memories, plus the caller's own user-scope memories."""
     return Memory.objects.filter(project=access.project).filter(
-        Q(scope=Scope.PROJECT) | Q(scope=Scope.USER, owner=access.actor.user)
+        memory_visible_q(user=access.actor.user)
     )
+
+
+def memory_project_level(*, project: Project) -> QuerySet[Memory]:
+    """What every member of `project` may see: its project-scope memories. Shared outputs
+    (consolidation artifacts, bank-wide statistics for the pipeline) are built from these."""
+    return Memory.objects.filter(project=project).filter(memory_visible_q(user=None))
 
 
 def memory_list(*, access: ProjectAccess, filters: MemoryFilters) -> QuerySet[Memory]:
@@ -42,7 +81,7 @@ def memory_list(*, access: ProjectAccess, filters: MemoryFilters) -> QuerySet[Me
     if filters.kinds:
         qs = qs.filter(kind__in=filters.kinds)
     if filters.scope:
-        qs = qs.filter(scope=filters.scope)
+        qs = qs.filter(memory_scope_q(scope=filters.scope))
     if filters.subcategory:
         qs = qs.filter(subcategory=filters.subcategory)
     if filters.q:

@@ -17,7 +17,7 @@ from django.utils import timezone
 from accounts.actors import Actor
 from memoryhub.core import redaction
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.memories import index, similarity, text
+from memoryhub.memories import index, selectors, similarity, text
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
 from memoryhub.memories.models import Memory, MemoryEvent, MemoryTerm, content_hash
 from projects.models import Project
@@ -361,11 +361,8 @@ def _remember_candidates(project: Project, memory: Memory) -> list[Memory]:
     counts = text.term_counts(index_text(memory))
     df = index.document_frequencies(project.pk, list(counts))
     rarest = sorted(df, key=lambda t: (df[t], t))[:REMEMBER_TERMS]
-    same_level = Q(
-        memory__kind=memory.kind,
-        memory__scope=memory.scope,
-        memory__owner=memory.owner,
-        memory__status__in=REMEMBER_STATUSES,
+    same_level = selectors.memory_same_level_q(memory=memory, prefix="memory__") & Q(
+        memory__status__in=REMEMBER_STATUSES
     )
     shared = index.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a shared term counts 1, however often
     matched = index.top_memories(

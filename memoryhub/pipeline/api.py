@@ -56,7 +56,7 @@ class BankStatsApi(APIView):
     @extend_schema(operation_id="bank_stats", responses=BankStats)
     def get(self, request: Request, slug: str) -> Response:
         access = project_access(slug=slug, actor=actor_of(request))
-        return Response(services.bank_stats(project=access.project))
+        return Response(selectors.bank_stats(project=access.project, access=access))
 
 
 class BankDiagnoseApi(APIView):

@@ -25,6 +25,8 @@ From the raw memories and session summaries below, write:
 - skills: reusable playbooks [{"name", "content", "scripts": [{"path", "content"}],
   "templates": [...], "examples": [...]}], possibly empty. Omit stale skills: they are pruned.
 Remove stale or contradictory guidance; the current repository state wins over old notes.
+Every team member reads these documents: leave out one person's own preferences,
+corrections and habits (they are private to that person), keep what holds for the project.
 Never include secrets. Return strict JSON only, with exactly the keys memory_md,
 memory_summary and skills."""
 

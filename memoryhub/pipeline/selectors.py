@@ -2,11 +2,40 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
+from memoryhub.memories.artifacts import artifact_list
+from memoryhub.memories.models import Memory
+from memoryhub.memories.selectors import memory_visible
 from memoryhub.pipeline.models import Job
+from memoryhub.sessions.models import AgentSession, SessionRecord
 from projects.models import Project
+from projects.selectors import ProjectAccess
+
+
+def _counts(qs: QuerySet[Any], field: str) -> dict[str, int]:
+    return dict(qs.values_list(field).annotate(n=Count("id")).values_list(field, "n"))
+
+
+def bank_stats(*, project: Project, access: ProjectAccess | None = None) -> dict[str, Any]:
+    """Counts of the bank. Memories: those `access` may see (another member's user-scope
+    memories are not even counted); every memory only for an operator (access None, the CLI)."""
+    memories = (
+        Memory.objects.filter(project=project) if access is None else memory_visible(access=access)
+    )
+    by_status = _counts(memories, "status")
+    return {
+        "memories": {
+            "total": sum(by_status.values()),
+            "by_status": by_status,
+            "by_kind": _counts(memories, "kind"),
+        },
+        "sessions": AgentSession.objects.filter(project=project).count(),
+        "records": SessionRecord.objects.filter(session__project=project).count(),
+        "artifacts": artifact_list(project=project).count(),
+        "jobs": _counts(Job.objects.filter(project=project), "status"),
+    }
 
 
 def job_overview(*, project: Project) -> dict[str, Any]:

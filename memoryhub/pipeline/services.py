@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.actors import Actor
@@ -25,7 +25,9 @@ from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.services import audit_record
 from memoryhub.llm import client as llm
 from memoryhub.memories import artifacts
+from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
 from memoryhub.memories.models import BankArtifact, Memory
+from memoryhub.memories.selectors import memory_project_level
 from memoryhub.memories.services import MemoryInput, memory_remember
 from memoryhub.pipeline import consolidation, extractor, jobs, prompts
 from memoryhub.pipeline.conf import PipelineConfig, pipeline_config, review_required
@@ -150,7 +152,13 @@ def _rollout(
         messages=prompts.stage1_rollout_messages(
             session.external_id, records, context_window=config.context_window
         ),
-        offline=lambda: json.dumps(extractor.offline_stage1(records, memories), ensure_ascii=False),
+        # The rollout feeds the shared artifacts: personal (user-scope) memories stay out.
+        offline=lambda: json.dumps(
+            extractor.offline_stage1(
+                records, [m for m in memories if DEFAULT_SCOPE[m.kind] == Scope.PROJECT]
+            ),
+            ensure_ascii=False,
+        ),
         project=project,
         max_tokens=max(1024, min(4096, int(config.context_window * 0.2))),
     )
@@ -167,7 +175,8 @@ def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
     if not records:
         return {"memories": 0}
     existing = list(
-        Memory.objects.filter(project=project, status=Memory.Status.ACTIVE)
+        memory_project_level(project=project)
+        .filter(status=Memory.Status.ACTIVE)
         .order_by("-updated_at")
         .values_list("content", flat=True)[:50]
     )
@@ -293,7 +302,9 @@ def consolidate(*, project: Project) -> dict[str, Any]:
     if not inputs:
         result = artifacts.artifacts_replace_all(project=project, files={}, actor=actor)
         return {"inputs": 0, "deleted": len(result.deleted)}
-    memories = list(Memory.objects.filter(project=project, status=Memory.Status.ACTIVE))
+    # Shared artifacts hold what every member may see: project-scope memories only (a
+    # person's own preferences reach them through their payloads, never through MEMORY.md).
+    memories = list(memory_project_level(project=project).filter(status=Memory.Status.ACTIVE))
     request = llm.LlmRequest(
         purpose="consolidation",
         role="smol",
@@ -328,35 +339,6 @@ def consolidate_run(*, job_id: int) -> str:
 
 
 # --- Bank administration -------------------------------------------------------------------
-
-
-def bank_stats(*, project: Project) -> dict[str, Any]:
-    by_status = dict(
-        Memory.objects.filter(project=project)
-        .values_list("status")
-        .annotate(n=Count("id"))
-        .values_list("status", "n")
-    )
-    by_kind = dict(
-        Memory.objects.filter(project=project)
-        .values_list("kind")
-        .annotate(n=Count("id"))
-        .values_list("kind", "n")
-    )
-    jobs_by_status = dict(
-        Job.objects.filter(project=project)
-        .values_list("status")
-        .annotate(n=Count("id"))
-        .values_list("status", "n")
-    )
-    sessions = AgentSession.objects.filter(project=project)
-    return {
-        "memories": {"total": sum(by_status.values()), "by_status": by_status, "by_kind": by_kind},
-        "sessions": sessions.count(),
-        "records": SessionRecord.objects.filter(session__project=project).count(),
-        "artifacts": BankArtifact.objects.filter(project=project).count(),
-        "jobs": jobs_by_status,
-    }
 
 
 def _check_confirmation(project: Project, confirm: str) -> None:

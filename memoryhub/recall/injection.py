@@ -42,14 +42,14 @@ from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.db.models import Q
 from django.db.models.functions import Substr
 from django.utils import timezone
 
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
-from memoryhub.memories import artifacts
-from memoryhub.memories.kinds import Kind, Scope
+from memoryhub.memories import artifacts, markup
+from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory
+from memoryhub.memories.selectors import memory_visible_q
 from memoryhub.recall import instructions
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.conversation import CHARS_PER_TOKEN
@@ -304,10 +304,6 @@ class Entry:
         return (-micros, -self.pk)
 
 
-def _visible(access: ProjectAccess) -> Q:
-    return Q(scope=Scope.PROJECT) | Q(scope=Scope.USER, owner=access.actor.user)
-
-
 def fetch_entries(
     access: ProjectAccess,
     kinds: Sequence[str],
@@ -327,7 +323,7 @@ def fetch_entries(
     for kind in kinds:
         qs = Memory.objects.filter(
             project=access.project, status=Memory.Status.ACTIVE, kind=kind
-        ).filter(_visible(access))
+        ).filter(memory_visible_q(user=access.actor.user))
         if min_importance is not None:
             qs = qs.filter(importance__gte=min_importance)
         rows = (
@@ -345,7 +341,11 @@ def fetch_entries(
                 content=snippet,
                 complete=len(snippet) <= max_chars,
             )
-            for pk, public_id, kind_, importance, updated_at, snippet in rows
+            for pk, public_id, kind_, importance, updated_at, snippet in (
+                # Length-preserving, so `complete` and every budget stay exact.
+                (*row[:5], markup.neutralize(row[5]))
+                for row in rows
+            )
         )
     entries.sort(key=(lambda e: e.recency_key) if newest_first else (lambda e: e.priority_key))
     return entries
@@ -353,12 +353,14 @@ def fetch_entries(
 
 def load_instructions(access: ProjectAccess) -> str:
     """The caller's resolved MEWCODE.md instructions ("" when there are none)."""
-    return instructions.resolved_instructions(project=access.project, user=access.actor.user)
+    return markup.neutralize(
+        instructions.resolved_instructions(project=access.project, user=access.actor.user)
+    )
 
 
 def _summary_artifact(access: ProjectAccess) -> str:
     artifact = artifacts.artifact_find(project=access.project, path=artifacts.MEMORY_SUMMARY)
-    return artifact.content.strip() if artifact is not None else ""
+    return markup.neutralize(artifact.content.strip()) if artifact is not None else ""
 
 
 # --- payload ----------------------------------------------------------------------------------

@@ -4,8 +4,10 @@ For a user message, the two memories whose keywords best match it:
 
     score = raw × coverage × recency × importance weight × title bonus
 
-- candidates: active fact, lesson, rule and topic memories the caller can see (project
-  scope, or user scope owned by the caller), minus those created in this session;
+- candidates: active memories of every kind the caller can see (memory_visible: project
+  scope, or user scope owned by the caller), minus those created in this session (meow looks
+  at facts, lessons, rules and topics only; MemoryHub's pipeline also writes project,
+  feedback, user and reference memories, and they must be recallable);
 - match surface of a memory: its keywords joined by spaces, then its title (legacy memories
   without keywords: the first 100 characters of the content instead of the keywords);
 - query: the first 500 characters of the message;
@@ -51,8 +53,8 @@ from django.db.models.functions import Substr
 from django.utils import timezone
 
 from memoryhub.memories import index
-from memoryhub.memories.kinds import Kind, Scope
 from memoryhub.memories.models import Memory
+from memoryhub.memories.selectors import memory_visible_q
 from memoryhub.memories.text import tokenize
 from memoryhub.recall import scoring, selectors
 from memoryhub.sessions.models import AgentSession
@@ -61,7 +63,6 @@ from projects.selectors import ProjectAccess
 HIT_TOP_K = 2
 QUERY_MAX_CHARS = 500
 LEGACY_SURFACE_CHARS = 100
-HIT_KINDS = (Kind.FACT, Kind.LESSON, Kind.RULE, Kind.TOPIC)
 IMPORTANCE_STEP = 0.25
 TITLE_BONUS = 1.2
 EXACT_POSTINGS = 500
@@ -96,8 +97,8 @@ def _candidates(access: ProjectAccess, session: AgentSession | None, prefix: str
     def q(**lookups: object) -> Q:
         return Q(**{prefix + key: value for key, value in lookups.items()})
 
-    visible = q(project=access.project, status=Memory.Status.ACTIVE, kind__in=HIT_KINDS) & (
-        q(scope=Scope.PROJECT) | q(owner=access.actor.user)
+    visible = q(project=access.project, status=Memory.Status.ACTIVE) & memory_visible_q(
+        user=access.actor.user, prefix=prefix
     )
     if session is not None:  # what this session wrote is still in its context
         visible &= ~q(source_session=session.external_id)

@@ -16,11 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
+from memoryhub.memories import markup
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
+from memoryhub.memories.selectors import memory_visible
 from projects.selectors import ProjectAccess
 
 SECTION_ORDER = (
@@ -84,10 +86,6 @@ class Panorama:
     todo_open: Group
 
 
-def _visible(access: ProjectAccess) -> Q:
-    return Q(scope=Scope.PROJECT) | Q(scope=Scope.USER, owner=access.actor.user)
-
-
 def _recent(qs: QuerySet[Memory], limit: int, now: datetime) -> Group:
     """The `limit` most recently updated rows of `qs`, shown oldest first."""
     rows = list(qs.order_by("-updated_at", "-id")[: limit + 1])
@@ -101,7 +99,8 @@ def _row_text(access: ProjectAccess, row: Row) -> str:
     label = access.project.slug if memory.scope == Scope.PROJECT else "个人"
     stamp = memory.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
-        f"[{label} : {memory.kind}] [{memory.public_id}] {stamp} [{row.relative}]\n{memory.content}"
+        f"[{label} : {memory.kind}] [{memory.public_id}] {stamp} [{row.relative}]\n"
+        + markup.neutralize(memory.content)
     )
 
 
@@ -116,9 +115,7 @@ def project_panorama(
     *, access: ProjectAccess, as_of: datetime | None = None, limit: int = DEFAULT_LIMIT
 ) -> Panorama:
     now = as_of or timezone.now()
-    active = Memory.objects.filter(project=access.project, status=Memory.Status.ACTIVE).filter(
-        _visible(access)
-    )
+    active = memory_visible(access=access).filter(status=Memory.Status.ACTIVE)
     project_kind = active.filter(kind=Kind.PROJECT)
     rules = _recent(active.filter(kind=Kind.RULE), limit, now)
     sections = {
@@ -128,12 +125,9 @@ def project_panorama(
     }
     sections[OTHER] = _recent(project_kind.filter(subcategory=""), limit, now)
     todo_open = _recent(project_kind.filter(subcategory=Subcategory.TODO), limit, now)
-    done_qs = Memory.objects.filter(
-        project=access.project,
-        status=Memory.Status.STALE,
-        kind=Kind.PROJECT,
-        subcategory=Subcategory.TODO,
-    ).filter(_visible(access))
+    done_qs = memory_visible(access=access).filter(
+        status=Memory.Status.STALE, kind=Kind.PROJECT, subcategory=Subcategory.TODO
+    )
     todo_done = _recent(done_qs, TODO_DONE_SHOWN, now)
     todo_done.more = False  # "the five most recent" is the whole point, not a truncation
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from memoryhub.llm import client as llm
 from memoryhub.llm import services as llm_services
+from memoryhub.memories import markup
 from memoryhub.memories.text import tokenize
 from memoryhub.recall.models import RecallFile
 from projects.models import Project
@@ -229,5 +230,5 @@ def render(files: Sequence[RecallFile], now: datetime) -> str:
         parts.append(f"## Memory: {posixpath.basename(file.path)} (saved {age_label(days)})\n")
         if days > 1:
             parts.append(FRESHNESS.format(days=days) + "\n")
-        parts.append(file.content + "\n\n---\n")
+        parts.append(markup.neutralize(file.content) + "\n\n---\n")
     return "\n".join(parts)

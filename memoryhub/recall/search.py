@@ -20,8 +20,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from memoryhub.memories import index, text
-from memoryhub.memories.kinds import Scope
 from memoryhub.memories.models import Memory
+from memoryhub.memories.selectors import memory_scope_q, memory_visible_q
 from memoryhub.recall import scoring
 from memoryhub.recall.conf import RecallConfig, recall_config
 from memoryhub.recall.models import RecallSeen
@@ -56,11 +56,11 @@ def _filters(access: ProjectAccess, query: SearchQuery, now: datetime, prefix: s
     def q(**lookups: object) -> Q:
         return Q(**{prefix + key: value for key, value in lookups.items()})
 
-    visible = q(status__in=query.statuses) & (q(scope=Scope.PROJECT) | q(owner=access.actor.user))
+    visible = q(status__in=query.statuses) & memory_visible_q(user=access.actor.user, prefix=prefix)
     if query.kinds:
         visible &= q(kind__in=query.kinds)
     if query.scope:
-        visible &= q(scope=query.scope)
+        visible &= memory_scope_q(scope=query.scope, prefix=prefix)
     if query.subcategory:
         visible &= q(subcategory=query.subcategory)
     if query.days is not None:
@@ -82,7 +82,7 @@ def raw_pool(
     df = index.document_frequencies(project_id, terms)
     if not df:
         return []
-    n_docs, avgdl = index.bank_stats(project_id)
+    n_docs, avgdl = index.corpus_stats(project_id)
     n_docs = max(n_docs, *df.values())  # the cached count may lag behind a fresh df
     # meow-memory sums over query tokens with repeats: a repeated word weighs qtf times.
     weights = {t: scoring.idf(n_docs, df[t]) * qtf[t] for t in df}

@@ -22,6 +22,7 @@ from accounts.models import User
 from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.core.services import audit_record
+from memoryhub.memories import markup
 from memoryhub.memories.kinds import Scope
 from memoryhub.recall import keyword_hits, recall_files, selectors
 from memoryhub.recall.models import (
@@ -368,7 +369,7 @@ def hits_block(hits: Sequence[keyword_hits.KeywordHit]) -> str:
         memory = hit.memory
         stamp = memory.updated_at.astimezone(UTC)
         lines += [f"[{memory.kind}] [{memory.public_id}] {stamp:%Y-%m-%d %H:%M} UTC"]
-        lines += [memory.content, ""]
+        lines += [markup.neutralize(memory.content), ""]
     return "\n".join(lines)
 
 

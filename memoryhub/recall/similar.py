@@ -29,8 +29,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.memories import text
-from memoryhub.memories.kinds import Kind, Scope
+from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory, MemoryTerm
+from memoryhub.memories.selectors import memory_visible_q
 from memoryhub.recall import search
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.models import AgentSession
@@ -104,7 +105,7 @@ def find_similar(
         rows = (
             MemoryTerm.objects.filter(project=access.project, term=term)
             .filter(
-                Q(memory__scope=Scope.PROJECT) | Q(memory__owner=access.actor.user),
+                memory_visible_q(user=access.actor.user, prefix="memory__"),
                 memory__status__in=statuses,
                 memory__kind__in=CANDIDATE_KINDS,
             )

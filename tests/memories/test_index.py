@@ -57,7 +57,7 @@ def test_within_the_budget_the_scores_are_exact_bm25(project: Project, remember:
     remember("nothing shared")  # dl 2
     df = index.document_frequencies(project.pk, ["zebra", "unknown"])
     assert df == {"zebra": 2}
-    assert index.bank_stats(project.pk) == (3, pytest.approx(8 / 3))
+    assert index.corpus_stats(project.pk) == (3, pytest.approx(8 / 3))
     bm25 = index.Bm25(k1=1.2, b=0.75, avgdl=8 / 3)
     w = math.log(1 + 1.5 / 2.5)
     ranked = index.top_memories(project.pk, {"zebra": w}, df, bm25, 10)

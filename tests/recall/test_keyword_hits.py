@@ -144,27 +144,31 @@ def test_super_match_threshold_is_85_percent_of_the_best(
     assert found[runner_up].score == pytest.approx(idf_alpha * recency)
 
 
-def test_candidates_are_active_visible_fact_lesson_rule_topic(
+def test_candidates_are_every_active_visible_kind(
     alice_client: APIClient, bob_client: APIClient, alice: User
 ) -> None:
+    """Every kind the pipeline writes can be recalled (issue 9: project, feedback and user
+    memories were never candidates, so learned conventions were never recalled)."""
     expected = {
         add(alice_client, ["zookeeper"], kind="fact"),
         add(alice_client, ["zookeeper"], kind="lesson"),
         add(alice_client, ["zookeeper"], kind="rule"),
         add(alice_client, ["zookeeper"], kind="topic"),
         add(alice_client, ["zookeeper"], kind="fact", scope="user"),  # alice's own
+        add(alice_client, ["zookeeper"], kind="project"),
+        add(alice_client, ["zookeeper"], kind="reference"),
+        add(alice_client, ["zookeeper"], kind="user"),
+        add(alice_client, ["zookeeper"], kind="feedback"),
     }
-    add(alice_client, ["zookeeper"], kind="project")
-    add(alice_client, ["zookeeper"], kind="reference")
-    add(alice_client, ["zookeeper"], kind="user")
     archived = add(alice_client, ["zookeeper"])
     assert alice_client.post(f"{MEMORIES}{archived}/archive/", {}, format="json").status_code == 200
     add(alice_client, ["zookeeper"], status="proposed")
     add(bob_client, ["zookeeper"], kind="fact", scope="user")  # bob's: never alice's candidate
-    found = hits(alice, "zookeeper")
+    add(bob_client, ["zookeeper"], kind="user")  # bob's preference: never alice's either
+    found = hits(alice, "zookeeper", k=20)
     assert {str(h.memory.public_id) for h in found} == expected
-    # N = 5 candidates, all with the term: idf = ln(1 + 0.5 / 5.5).
-    assert found[0].raw == pytest.approx(math.log(1 + 0.5 / 5.5))
+    # N = 9 candidates, all with the term: idf = ln(1 + 0.5 / 9.5).
+    assert found[0].raw == pytest.approx(math.log(1 + 0.5 / 9.5))
 
 
 def test_keywords_are_the_surface_and_legacy_rows_use_the_first_100_chars(

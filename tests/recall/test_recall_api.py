@@ -137,3 +137,29 @@ def test_recent_tools_and_as_of_are_validated(alice_client: APIClient) -> None:
     assert recall(alice_client, "pytest", as_of="yesterday").status_code == 400
     later = recall(alice_client, "pytest", as_of=(NOW + timedelta(days=4)).isoformat()).json()
     assert "## Memory: testing.md (saved 4 days ago)\n\nThis memory is 4 days old." in later["text"]
+
+
+def test_it_recalls_every_kind_the_pipeline_learns_and_never_repeats_one(
+    alice_client: APIClient,
+) -> None:
+    """Issue 9: project, feedback and user memories (what the offline extractor writes) were
+    never recalled. Every visible kind is now; seen-tracking keeps each one to a single time."""
+    assert (
+        alice_client.post(P + "sessions/", {"external_id": "s1"}, format="json").status_code == 201
+    )
+    ids = {}
+    for kind, content, keywords in (
+        ("project", "We use conventional commits for every merge.", ["commit", "convention"]),
+        ("feedback", "Stop squashing commits before review.", ["commit", "squash"]),
+    ):
+        response = alice_client.post(
+            P + "memories/",
+            {"kind": kind, "content": content, "keywords": keywords},
+            format="json",
+        )
+        assert response.status_code == 201
+        ids[kind] = response.json()["id"]
+    first = recall(alice_client, "How do I name a commit?").json()
+    assert {r["id"] for r in first["results"] if r["type"] == "memory"} == set(ids.values())
+    again = recall(alice_client, "How do I name a commit?").json()
+    assert [r for r in again["results"] if r["type"] == "memory"] == []

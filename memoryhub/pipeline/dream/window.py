@@ -23,8 +23,9 @@ from django.db.models import Q, QuerySet
 
 from accounts.models import User
 from memoryhub.memories import text
-from memoryhub.memories.kinds import Kind, Scope
+from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory
+from memoryhub.memories.selectors import memory_project_level, memory_visible_q
 from memoryhub.pipeline.conf import PipelineConfig
 from memoryhub.pipeline.extractor import SourceRecord, readable_text
 from memoryhub.recall.models import RecallSeen
@@ -120,7 +121,7 @@ class Window:
         return (
             Memory.objects.filter(project=self.project, status__in=SCOPE_STATUSES)
             .filter(Q(source_session=self.session.external_id) | Q(pk__in=seen))
-            .filter(Q(scope=Scope.PROJECT) | Q(scope=Scope.USER, owner=self.user))
+            .filter(memory_visible_q(user=self.user))
         )
 
 
@@ -167,8 +168,8 @@ def load_window(session: AgentSession) -> Window:
 
 def round_memories(name: str, window: Window, config: PipelineConfig) -> list[Memory]:
     if name == "project":
-        qs = Memory.objects.filter(
-            Q(project=window.project, kind=Kind.PROJECT, scope=Scope.PROJECT)
+        qs = memory_project_level(project=window.project).filter(
+            Q(kind=Kind.PROJECT)
             & (Q(status=Memory.Status.ACTIVE) | Q(pk__in=window.scope().values("pk")))
         )
     else:
