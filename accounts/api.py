@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from accounts import selectors, services
 from accounts.actors import actor_of, user_of
 from accounts.models import ApiToken
-from memoryhub.core.api import paginated_response
+from memoryhub.core.api import Pagination, paginated_response
 from projects.selectors import project_access
 
 
@@ -47,6 +47,8 @@ class MeApi(APIView):
 
 
 class TokenCollectionApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
+
     class TokenCreateInput(serializers.Serializer):
         name = serializers.CharField(max_length=100)
         project = serializers.CharField(

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from accounts import selectors as account_selectors
 from accounts.actors import actor_of, user_of
-from memoryhub.core.api import paginated_response
+from memoryhub.core.api import Pagination, paginated_response
 from projects import selectors, services
 from projects.models import PROJECT_SETTINGS_MAX_BYTES, Role
 
@@ -28,6 +28,8 @@ class ProjectOutputSerializer(serializers.Serializer):
 
 
 class ProjectCollectionApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
+
     class ProjectCreateInput(serializers.Serializer):
         slug = serializers.CharField(max_length=64)
         name = serializers.CharField(max_length=200, required=False, allow_blank=True)
@@ -97,6 +99,8 @@ class RoleSerializer(serializers.Serializer):
 
 
 class MemberCollectionApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
+
     class MemberAddInput(RoleSerializer):
         username = serializers.CharField(max_length=150)
 

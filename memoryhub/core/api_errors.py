@@ -53,7 +53,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             error_body("validation_error", "Invalid input.", _django_validation_details(exc)),
             status=status.HTTP_400_BAD_REQUEST,
         )
-    if isinstance(exc, DataError) and "NUL" in str(exc):
+    # PostgreSQL refuses NUL in text ("NUL") and in JSON ("\u0000 cannot be converted").
+    if isinstance(exc, DataError) and ("NUL" in str(exc) or "\\u0000" in str(exc)):
         return Response(
             error_body("validation_error", "Text must not contain NUL (\\u0000) characters."),
             status=status.HTTP_400_BAD_REQUEST,

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.core.api import CommaSeparatedChoiceField, paginated_response
+from memoryhub.core.api import CommaSeparatedChoiceField, Pagination, paginated_response
 from memoryhub.memories import kinds, selectors, services
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
@@ -136,6 +136,8 @@ def _access(request: Request, slug: str, *, write: bool = False) -> ProjectAcces
 
 
 class MemoryCollectionApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
+
     @extend_schema(
         operation_id="memories_list",
         parameters=[MemoryFilterSerializer],
@@ -314,6 +316,8 @@ class MemoryEventOutputSerializer(serializers.Serializer):
 
 
 class MemoryHistoryApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
+
     @extend_schema(
         operation_id="memories_history", responses=MemoryEventOutputSerializer(many=True)
     )

@@ -25,7 +25,7 @@ class JobOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField(source="pk")
     kind = serializers.CharField()
     key = serializers.CharField()
-    session = serializers.CharField(source="session.external_id", default=None)
+    session = serializers.CharField(source="session.external_id", default=None, allow_null=True)
     status = serializers.CharField()
     lease_until = serializers.DateTimeField(allow_null=True)
     heartbeat_at = serializers.DateTimeField(allow_null=True)

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.core.api import paginated_response
+from memoryhub.core.api import Pagination, paginated_response
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.parsers import NdjsonParser
 from memoryhub.sessions import selectors, services
@@ -49,6 +49,8 @@ class SessionOutputSerializer(serializers.Serializer):
 
 
 class SessionCollectionApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
+
     class SessionCreateInput(serializers.Serializer):
         external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
         title = serializers.CharField(max_length=200, required=False, allow_blank=True)
@@ -163,6 +165,7 @@ def _records_from_payload(data: Any) -> list[RecordInput]:
 
 
 class RecordCollectionApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
     parser_classes = [JSONParser, NdjsonParser]
 
     class RecordFilterInput(serializers.Serializer):
@@ -316,6 +319,21 @@ class SessionCompactionAdviceApi(APIView):
         )
 
 
+COMPACT_RESULT = inline_serializer(
+    "CompactResult",
+    {
+        "compacted": serializers.BooleanField(),
+        "reason": serializers.CharField(),
+        "current_tokens": serializers.IntegerField(),
+        "auto_threshold": serializers.IntegerField(),
+        "boundary_index": serializers.IntegerField(allow_null=True),
+        "summary": serializers.CharField(),
+        "kept_messages": serializers.IntegerField(),
+        "tokens_after": serializers.IntegerField(),
+    },
+)
+
+
 class SessionCompactApi(APIView):
     class CompactInput(CompactionInput):
         mode = serializers.ChoiceField(choices=["auto", "manual"], default="auto")
@@ -323,21 +341,8 @@ class SessionCompactApi(APIView):
     @extend_schema(
         operation_id="sessions_compact",
         request=CompactInput,
-        responses={
-            201: inline_serializer(
-                "CompactResult",
-                {
-                    "compacted": serializers.BooleanField(),
-                    "reason": serializers.CharField(),
-                    "current_tokens": serializers.IntegerField(),
-                    "auto_threshold": serializers.IntegerField(),
-                    "boundary_index": serializers.IntegerField(allow_null=True),
-                    "summary": serializers.CharField(),
-                    "kept_messages": serializers.IntegerField(),
-                    "tokens_after": serializers.IntegerField(),
-                },
-            )
-        },
+        # 201 when a boundary was stored, 200 when there was nothing to compact.
+        responses={201: COMPACT_RESULT, 200: COMPACT_RESULT},
     )
     def post(self, request: Request, slug: str, ref: str) -> Response:
         """Compact (auto: only past the threshold; manual: always): summarise the prefix,

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.core.api import paginated_response
+from memoryhub.core.api import Pagination, paginated_response
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.memories import artifacts
 from memoryhub.memories.models import BankArtifact
@@ -62,6 +62,8 @@ class ArtifactSerializer(_WithUri):
 
 
 class ArtifactListApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
+
     @extend_schema(operation_id="artifacts_list", responses=ArtifactSummarySerializer(many=True))
     def get(self, request: Request, slug: str) -> Response:
         """The project's artifacts (MEMORY.md, memory_summary.md, skills/…), by path."""

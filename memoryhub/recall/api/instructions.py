@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of, user_of
-from memoryhub.core.api import paginated_response
+from memoryhub.core.api import Pagination, paginated_response
 from memoryhub.recall import instructions, selectors, services
 from memoryhub.recall.api.serializers import BulkWriteResultSerializer
 from memoryhub.recall.models import InstructionFile, normalize_path
@@ -74,6 +74,8 @@ class InstructionsResolvedApi(APIView):
 
 
 class InstructionFileListApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
+
     class InstructionFileListParams(serializers.Serializer):
         limit = serializers.IntegerField(required=False, min_value=1)
         offset = serializers.IntegerField(required=False, min_value=0)

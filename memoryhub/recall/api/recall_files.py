@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.core.api import paginated_response
+from memoryhub.core.api import Pagination, paginated_response
 from memoryhub.memories.kinds import Scope
 from memoryhub.recall import selectors, services
 from memoryhub.recall.api.serializers import BulkWriteResultSerializer
@@ -71,6 +71,8 @@ class RecallFileSerializer(RecallFileSummarySerializer):
 
 
 class RecallFileListApi(APIView):
+    pagination_class = Pagination  # documents the {count, next, previous, results} page
+
     class RecallFileListParams(serializers.Serializer):
         scope = serializers.ChoiceField(choices=Scope.choices, required=False)
         limit = serializers.IntegerField(required=False, min_value=1)
