@@ -207,3 +207,17 @@ class BankDreamApi(APIView):
         job = schedule.dream_request(project=access.project, session=session, actor=access.actor)
         dispatch.send(tasks.dream_run, job.pk)
         return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SessionExtractApi(APIView):
+    @extend_schema(
+        operation_id="sessions_extract", request=None, responses={202: JobOutputSerializer}
+    )
+    def post(self, request: Request, slug: str, ref: str) -> Response:
+        """Extract memories from this session now (its author or a maintainer), without waiting
+        for it to be idle; 400 when nothing past the last extraction."""
+        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MEMBER)
+        session = session_get(access=access, ref=ref, write=True)
+        job = services.stage1_request(project=access.project, session=session, actor=access.actor)
+        dispatch.send(tasks.stage1_run, job.pk)
+        return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)

@@ -56,3 +56,9 @@ def rebuild_job(*, project: Project) -> Job:
     if job is None:
         raise Http404("No rebuild has been started for this project.")
     return job
+
+
+def stage1_jobs(*, project: Project, session_ids: list[str]) -> dict[str, Job]:
+    """The stage-1 job of each session (by public id) that has one: one query for a page."""
+    rows = Job.objects.filter(project=project, kind=Job.Kind.STAGE1, key__in=session_ids)
+    return {job.key: job for job in rows}

@@ -443,3 +443,39 @@ def rebuild_run(*, job_id: int) -> str:
         retry_delay=config.phase2_retry_delay_seconds,
         work=rebuild,
     )
+
+
+# --- Extract one session now (dashboard "extract now", POST …/sessions/{id}/extract/) ------
+
+
+@transaction.atomic
+def stage1_request(*, project: Project, session: AgentSession, actor: Actor) -> Job:
+    """Make the session's stage-1 job claimable now, whatever its idle time: up to its current
+    record count, with fresh retries and no back-off. The caller sends the job on commit."""
+    if session.record_count == 0:
+        raise ApplicationError("This session has no records to extract.")
+    config = pipeline_config(project.settings)
+    job = jobs.ensure(
+        kind=Job.Kind.STAGE1,
+        key=str(session.public_id),
+        project=project,
+        watermark=session.record_count,
+        session_id=session.pk,
+        retries=config.retries,
+    )
+    if job.success_watermark >= session.record_count:
+        raise ApplicationError(
+            f"Already extracted up to record {job.success_watermark}; nothing new to extract."
+        )
+    # A failed or backing-off job waits for nobody once a person asks.
+    Job.objects.filter(pk=job.pk).update(retry_at=None, retries_remaining=config.retries)
+    audit_record(
+        actor=actor,
+        project=project,
+        verb="session.extract_requested",
+        target_type="session",
+        target_id=session.public_id,
+        after={"records": session.record_count},
+    )
+    job.refresh_from_db()
+    return job

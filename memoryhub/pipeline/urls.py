@@ -11,4 +11,9 @@ urlpatterns = [
     path(B + "clear/", api.BankClearApi.as_view(), name="bank-clear"),
     path(B + "rebuild/", api.BankRebuildApi.as_view(), name="bank-rebuild"),
     path(B + "dream/", api.BankDreamApi.as_view(), name="bank-dream"),
+    path(
+        "projects/<slug:slug>/sessions/<str:ref>/extract/",
+        api.SessionExtractApi.as_view(),
+        name="session-extract",
+    ),
 ]
