@@ -1,0 +1,205 @@
+"""Forms of the dashboard's admin pages. They only shape input; every rule that the API also
+enforces (roles, settings bounds, slugs, last owner…) stays in the services, whose
+ApplicationError / ValidationError the views turn into form errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from memoryhub.memories.kinds import Scope
+from memoryhub.recall.injection import Profile
+from memoryhub.recall.models import RecallFile
+from projects.models import Role
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+FRONTMATTER_FIELDS = ("name", "description", "type")
+
+
+def split_frontmatter(content: str) -> tuple[dict[str, str], list[str], str]:
+    """(name/description/type, the frontmatter's other lines, the body) of a recall file."""
+    match = _FRONTMATTER.match(content)
+    if match is None:
+        return {}, [], content
+    known: dict[str, str] = {}
+    other: list[str] = []
+    for line in match.group(1).split("\n"):
+        key, colon, value = line.partition(":")
+        if colon and key.strip() in FRONTMATTER_FIELDS:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            known[key.strip()] = value
+        elif line.strip():
+            other.append(line)
+    return known, other, content[match.end() :]
+
+
+def join_frontmatter(fields: dict[str, str], other: list[str], body: str) -> str:
+    lines = [f"{key}: {fields[key]}" for key in FRONTMATTER_FIELDS if fields.get(key)]
+    lines += other
+    if not lines:
+        return body
+    return "---\n" + "\n".join(lines) + "\n---\n" + body
+
+
+class OneLineField(forms.CharField):
+    """Frontmatter values are one line each: a newline would end the value early."""
+
+    def to_python(self, value: Any) -> str:
+        text = super().to_python(value)
+        if "\n" in text or "\r" in text:
+            raise forms.ValidationError(_("Use a single line."))
+        return str(text)
+
+
+class RecallFileForm(forms.Form):
+    scope = forms.ChoiceField(label=_("Scope"), choices=Scope.choices)
+    path = forms.CharField(
+        label=_("Path"), max_length=500, help_text=_("For example testing.md or ops/deploy.md")
+    )
+    name = OneLineField(label=_("Name"), max_length=RecallFile.NAME_MAX_CHARS, required=False)
+    description = OneLineField(
+        label=_("Description"), max_length=RecallFile.DESCRIPTION_MAX_CHARS, required=False
+    )
+    type = forms.ChoiceField(
+        label=_("Type"),
+        choices=[("", "—"), *RecallFile.Type.choices],
+        required=False,
+    )
+    body = forms.CharField(
+        label=_("Content"),
+        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}),
+        required=False,
+        strip=False,
+    )
+
+
+class InstructionFileForm(forms.Form):
+    path = forms.CharField(
+        label=_("Path"), max_length=500, help_text=_("MEWCODE.md, .mewcode/MEWCODE.md or docs/…")
+    )
+    content = forms.CharField(
+        label=_("Content"),
+        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}),
+        required=False,
+        strip=False,
+    )
+
+
+class UserInstructionForm(forms.Form):
+    content = forms.CharField(
+        label=_("Your own instructions (~/.mewcode/MEWCODE.md)"),
+        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
+        required=False,
+        strip=False,
+    )
+
+
+class PreviewForm(forms.Form):
+    profile = forms.ChoiceField(
+        label=_("Agent"),
+        choices=[
+            (Profile.MEWCODE, "MewCode"),
+            (Profile.OMP, "oh-my-pi"),
+            (Profile.MEOW, "meow-memory"),
+            (Profile.DEFAULT, _("Default")),
+        ],
+        initial=Profile.MEWCODE,
+    )
+    user = forms.ChoiceField(label=_("As"), required=False)
+    prompt = forms.CharField(
+        label=_("Prompt"),
+        max_length=4000,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )
+
+    def __init__(self, *args: Any, usernames: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["user"].choices = [(u, u) for u in usernames]
+
+
+class ConfirmForm(forms.Form):
+    confirm = forms.CharField(label=_("Type the project's slug to confirm"), max_length=64)
+
+
+class ClearForm(ConfirmForm):
+    include_transcripts = forms.BooleanField(
+        label=_("Also delete the stored transcripts"), required=False
+    )
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(label=_("Username"), max_length=150)
+    role = forms.ChoiceField(label=_("Role"), choices=Role.choices, initial=Role.MEMBER)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(label=_("Role"), choices=Role.choices)
+
+
+class TokenCreateForm(forms.Form):
+    name = forms.CharField(label=_("Name"), max_length=100)
+    this_project_only = forms.BooleanField(
+        label=_("Only for this project"), required=False, initial=True
+    )
+    read_only = forms.BooleanField(label=_("Read-only"), required=False)
+    expires_at = forms.DateTimeField(
+        label=_("Expires"),
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+    )
+
+
+# --- per-project settings -----------------------------------------------------------------
+
+
+class ReviewSettingsForm(forms.Form):
+    review_required = forms.BooleanField(
+        label=_("Hold what the pipeline learns as proposed until a maintainer approves it"),
+        required=False,
+    )
+
+    def section_value(self) -> bool:
+        return bool(self.cleaned_data["review_required"])
+
+
+class JsonSectionForm(forms.Form):
+    """A settings section as a JSON object: the section's own validator (the one the API runs
+    when the project is saved) checks the names and bounds of its keys."""
+
+    value = forms.CharField(
+        label=_("Values (JSON object; leave {} for the defaults)"),
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+        required=False,
+    )
+
+    def clean_value(self) -> dict[str, Any]:
+        text = self.cleaned_data["value"].strip() or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(_("Not valid JSON: %(error)s"), params={"error": exc})
+        if not isinstance(value, dict):
+            raise forms.ValidationError(_("Use a JSON object, like {\"key\": 1}."))
+        return value
+
+    def section_value(self) -> dict[str, Any]:
+        value: dict[str, Any] = self.cleaned_data["value"]
+        return value
+
+
+class RecallSettingsForm(forms.Form):
+    """The three ranking knobs as numbers; bounds are checked by recall's own validator."""
+
+    search_k1 = forms.FloatField(label="BM25 k1", required=False)
+    search_b = forms.FloatField(label="BM25 b", required=False)
+    search_decay = forms.FloatField(label=_("Recency decay strength"), required=False)
+
+    def section_value(self) -> dict[str, float]:
+        return {k: v for k, v in self.cleaned_data.items() if v is not None}
