@@ -31,3 +31,12 @@ def token_get(*, user: User, public_id: str) -> ApiToken | None:
 def user_get(*, username: str, active_only: bool = False) -> User | None:
     users = User.objects.filter(username=username)
     return (users.filter(is_active=True) if active_only else users).first()
+
+
+def token_list_for_project(*, project_id: int) -> QuerySet[ApiToken]:
+    """Every person's tokens limited to this project (what its owners may see and revoke)."""
+    return (
+        ApiToken.objects.filter(project_id=project_id)
+        .select_related("project", "user")
+        .order_by("-created_at")
+    )

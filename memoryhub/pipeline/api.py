@@ -10,7 +10,6 @@ from rest_framework.views import APIView
 
 from accounts.actors import actor_of
 from memoryhub.core.selectors import worker_status
-from memoryhub.core.services import audit_record
 from memoryhub.llm import selectors as llm_selectors
 from memoryhub.llm.api import LlmUsageApi
 from memoryhub.pipeline import dispatch, selectors, services, tasks
@@ -95,14 +94,7 @@ class BankEnqueueApi(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """Mark consolidation dirty and send all due work to the workers now."""
         access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER)
-        services.consolidation_mark_dirty(project=access.project)
-        audit_record(
-            actor=access.actor,
-            project=access.project,
-            verb="bank.enqueued",
-            target_type="project",
-            target_id=access.project.public_id,
-        )
+        services.bank_enqueue(project=access.project, actor=access.actor)
         return Response(dispatch.scan_project(access.project), status=status.HTTP_202_ACCEPTED)
 
 

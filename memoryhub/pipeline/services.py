@@ -479,3 +479,17 @@ def stage1_request(*, project: Project, session: AgentSession, actor: Actor) -> 
     )
     job.refresh_from_db()
     return job
+
+
+@transaction.atomic
+def bank_enqueue(*, project: Project, actor: Actor) -> Job:
+    """Mark consolidation dirty (the caller then sends all due work: dispatch.scan_project)."""
+    job = consolidation_mark_dirty(project=project)
+    audit_record(
+        actor=actor,
+        project=project,
+        verb="bank.enqueued",
+        target_type="project",
+        target_id=project.public_id,
+    )
+    return job

@@ -4,7 +4,7 @@ ApplicationError / ValidationError the views turn into form errors."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 from typing import Any
 
@@ -51,7 +51,7 @@ class OneLineField(forms.CharField):
     """Frontmatter values are one line each: a newline would end the value early."""
 
     def to_python(self, value: Any) -> str:
-        text = super().to_python(value)
+        text = str(super().to_python(value) or "")
         if "\n" in text or "\r" in text:
             raise forms.ValidationError(_("Use a single line."))
         return str(text)
@@ -121,7 +121,7 @@ class PreviewForm(forms.Form):
 
     def __init__(self, *args: Any, usernames: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["user"].choices = [(u, u) for u in usernames]
+        self.fields["user"].choices = [(u, u) for u in usernames]  # type: ignore[attr-defined]
 
 
 class ConfirmForm(forms.Form):
@@ -169,31 +169,6 @@ class ReviewSettingsForm(forms.Form):
         return bool(self.cleaned_data["review_required"])
 
 
-class JsonSectionForm(forms.Form):
-    """A settings section as a JSON object: the section's own validator (the one the API runs
-    when the project is saved) checks the names and bounds of its keys."""
-
-    value = forms.CharField(
-        label=_("Values (JSON object; leave {} for the defaults)"),
-        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
-        required=False,
-    )
-
-    def clean_value(self) -> dict[str, Any]:
-        text = self.cleaned_data["value"].strip() or "{}"
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(_("Not valid JSON: %(error)s"), params={"error": exc})
-        if not isinstance(value, dict):
-            raise forms.ValidationError(_("Use a JSON object, like {\"key\": 1}."))
-        return value
-
-    def section_value(self) -> dict[str, Any]:
-        value: dict[str, Any] = self.cleaned_data["value"]
-        return value
-
-
 class RecallSettingsForm(forms.Form):
     """The three ranking knobs as numbers; bounds are checked by recall's own validator."""
 
@@ -203,3 +178,79 @@ class RecallSettingsForm(forms.Form):
 
     def section_value(self) -> dict[str, float]:
         return {k: v for k, v in self.cleaned_data.items() if v is not None}
+
+
+def section_form_class(config_cls: type, defaults: Any) -> type[forms.Form]:
+    """A form with one optional field per knob of a settings dataclass (an empty field keeps
+    the default). Types and bounds are checked by the section's own validator, the one the API
+    runs when a project is saved."""
+    fields: dict[str, forms.Field] = {}
+    for f in dataclasses.fields(config_cls):
+        default = getattr(defaults, f.name)
+        label = f.name.replace("_", " ")
+        help_text = _("default: %(value)s") % {
+            "value": ", ".join(default) if isinstance(default, tuple) else default
+        }
+        if isinstance(default, bool):
+            fields[f.name] = forms.TypedChoiceField(
+                label=label,
+                choices=[("", _("default")), ("true", _("yes")), ("false", _("no"))],
+                coerce=lambda v: v == "true",
+                empty_value=None,
+                required=False,
+                help_text=help_text,
+            )
+        elif isinstance(default, int):
+            fields[f.name] = forms.IntegerField(label=label, required=False, help_text=help_text)
+        elif isinstance(default, float):
+            fields[f.name] = forms.FloatField(label=label, required=False, help_text=help_text)
+        else:  # a tuple of strings, e.g. dream_suppress_windows
+            fields[f.name] = forms.CharField(
+                label=label, required=False, help_text=_("comma-separated; ") + help_text
+            )
+
+    def section_value(self: forms.Form) -> dict[str, Any]:
+        value: dict[str, Any] = {}
+        for name, v in self.cleaned_data.items():
+            if v is None or v == "":
+                continue
+            if isinstance(getattr(defaults, name), tuple):
+                v = [part.strip() for part in str(v).split(",") if part.strip()]
+            value[name] = v
+        return value
+
+    return type(
+        f"{config_cls.__name__}Form", (forms.Form,), {**fields, "section_value": section_value}
+    )
+
+
+def section_initial(current: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: (
+            ", ".join(v)
+            if isinstance(v, list)
+            else ("true" if v is True else "false" if v is False else v)
+        )
+        for k, v in current.items()
+    }
+
+
+class LlmSettingsForm(forms.Form):
+    provider = forms.ChoiceField(
+        label=_("Provider"),
+        choices=[
+            ("", _("server default")),
+            ("offline", "offline"),
+            ("openai", "openai"),
+            ("anthropic", "anthropic"),
+        ],
+        required=False,
+    )
+    base_url = forms.CharField(label=_("Base URL"), required=False, max_length=500)
+    model = forms.CharField(label=_("Model"), required=False, max_length=200)
+    smol_model = forms.CharField(label=_("Small model"), required=False, max_length=200)
+    daily_token_budget = forms.IntegerField(label=_("Daily token budget"), required=False)
+    timeout_seconds = forms.FloatField(label=_("Timeout (seconds)"), required=False)
+
+    def section_value(self) -> dict[str, Any]:
+        return {k: v for k, v in self.cleaned_data.items() if v not in (None, "")}

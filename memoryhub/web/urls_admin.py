@@ -4,6 +4,47 @@ memoryhub.web.access.project_view; their names appear in memoryhub.web.nav.PROJE
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from memoryhub.web.views import (
+    admin_bank,
+    admin_members,
+    admin_preview,
+    admin_recall,
+    admin_sessions,
+    admin_settings,
+)
+
+P = "p/<slug:slug>/"
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path(P + "sessions/", admin_sessions.session_list, name="sessions"),
+    path(P + "sessions/<str:ref>/", admin_sessions.session_detail, name="session"),
+    path(P + "sessions/<str:ref>/extract/", admin_sessions.session_extract, name="session_extract"),
+    path(P + "recall-files/", admin_recall.recall_file_list, name="recall_files"),
+    path(P + "recall-files/new/", admin_recall.recall_file_edit, name="recall_file_new"),
+    path(
+        P + "recall-files/<str:scope>/<path:path>",
+        admin_recall.recall_file_edit,
+        name="recall_file",
+    ),
+    path(P + "instructions/", admin_recall.instructions, name="instructions"),
+    path(P + "instructions/new/", admin_recall.instruction_edit, name="instruction_new"),
+    path(P + "instructions/mine/", admin_recall.user_instruction_save, name="user_instructions"),
+    path(P + "instructions/file/<path:path>", admin_recall.instruction_edit, name="instruction"),
+    path(P + "preview/", admin_preview.preview, name="preview"),
+    path(P + "bank/", admin_bank.bank, name="bank"),
+    path(P + "bank/progress/", admin_bank.rebuild_progress, name="bank_progress"),
+    path(P + "bank/enqueue/", admin_bank.bank_enqueue, name="bank_enqueue"),
+    path(P + "bank/dream/", admin_bank.bank_dream, name="bank_dream"),
+    path(P + "bank/clear/", admin_bank.bank_clear, name="bank_clear"),
+    path(P + "bank/rebuild/", admin_bank.bank_rebuild, name="bank_rebuild"),
+    path(P + "members/", admin_members.members, name="members"),
+    path(P + "members/add/", admin_members.member_add, name="member_add"),
+    path(P + "members/<str:username>/role/", admin_members.member_role, name="member_role"),
+    path(P + "members/<str:username>/remove/", admin_members.member_remove, name="member_remove"),
+    path(P + "tokens/new/", admin_members.token_create, name="token_create"),
+    path(P + "tokens/<uuid:token_id>/revoke/", admin_members.token_revoke, name="token_revoke"),
+    path(P + "settings/", admin_settings.settings_page, name="settings"),
+    path(P + "settings/<str:section>/", admin_settings.settings_save, name="settings_save"),
+]

@@ -183,5 +183,5 @@ def user_instruction_save(request: HttpRequest, access: ProjectAccess) -> HttpRe
             messages.success(request, _("Your instructions are saved."))
             return redirect("web:instructions", slug=access.project.slug)
     for error in form.errors.get("content", []):
-        messages.error(request, error)
+        messages.error(request, str(error))
     return redirect("web:instructions", slug=access.project.slug)

@@ -33,7 +33,9 @@ from projects.selectors import ProjectAccess
 
 RECORDS_PER_PAGE = 200
 EXTRACTED_LIMIT = 200
-_INJECTED = re.compile(re.escape(INJECTION_OPEN) + r"(.*?)(?:" + re.escape(INJECTION_CLOSE) + r"|\Z)", re.S)
+_INJECTED = re.compile(
+    re.escape(INJECTION_OPEN) + r"(.*?)(?:" + re.escape(INJECTION_CLOSE) + r"|\Z)", re.S
+)
 
 
 @dataclass
@@ -51,9 +53,7 @@ def extraction_of(session: AgentSession, job: Job | None) -> Extraction:
     state = job.status
     if job.status == Job.Status.DONE and job.success_watermark < session.record_count:
         state = "behind"  # new records since the last extraction
-    return Extraction(
-        state=state, extracted_up_to=job.success_watermark, last_error=job.last_error
-    )
+    return Extraction(state=state, extracted_up_to=job.success_watermark, last_error=job.last_error)
 
 
 @project_view()
@@ -189,7 +189,9 @@ def build_items(records: list[SessionRecord], results: dict[str, SessionRecord])
             keep = content.get("keep", []) if isinstance(content, dict) else []
             items.append(Item(record=record, kind="boundary", text=summary, kept=len(keep)))
         elif record.type == rt.USER:
-            items.append(Item(record=record, kind="user", segments=split_injected(block_text(content))))
+            items.append(
+                Item(record=record, kind="user", segments=split_injected(block_text(content)))
+            )
         else:  # system_prompt, compression
             items.append(Item(record=record, kind=record.type, text=block_text(content)))
     return items
@@ -202,7 +204,9 @@ def session_detail(request: HttpRequest, access: ProjectAccess, ref: str) -> Htt
         after = int(request.GET["after"]) if "after" in request.GET else None
     except ValueError:
         after = None
-    chunk = list(selectors.records_page(session=session, after=after, types=())[: RECORDS_PER_PAGE + 1])
+    chunk = list(
+        selectors.records_page(session=session, after=after, types=())[: RECORDS_PER_PAGE + 1]
+    )
     more = len(chunk) > RECORDS_PER_PAGE
     chunk = chunk[:RECORDS_PER_PAGE]
     call_ids = [
@@ -212,18 +216,24 @@ def session_detail(request: HttpRequest, access: ProjectAccess, ref: str) -> Htt
         for block in r.content
         if isinstance(block, dict) and block.get("type") == "tool_use"
     ]
-    results = {
-        r.tool_use_id: r
-        for r in selectors.records_page(session=session, after=None, types=(rt.TOOL_RESULT,)).filter(
-            tool_use_id__in=call_ids
-        )
-    } if call_ids else {}
+    results = (
+        {
+            r.tool_use_id: r
+            for r in selectors.records_page(
+                session=session, after=None, types=(rt.TOOL_RESULT,)
+            ).filter(tool_use_id__in=call_ids)
+        }
+        if call_ids
+        else {}
+    )
     extracted = list(
         memory_visible(access=access)
         .filter(source_session=session.external_id)
         .order_by("source_record_start", "pk")[:EXTRACTED_LIMIT]
     )
-    job = pipeline_selectors.stage1_jobs(project=access.project, session_ids=[str(session.public_id)])
+    job = pipeline_selectors.stage1_jobs(
+        project=access.project, session_ids=[str(session.public_id)]
+    )
     can_extract = access.at_least(Role.MAINTAINER) or (
         access.at_least(Role.MEMBER) and session.created_by_user_id == access.actor.user.pk  # type: ignore[union-attr]
     )
@@ -250,6 +260,7 @@ def session_extract(request: HttpRequest, access: ProjectAccess, ref: str) -> Ht
     maintainer (403 otherwise)."""
     session = selectors.session_get(access=access, ref=ref, write=True)
     error = ""
+    job: Job | None
     try:
         job = pipeline_services.stage1_request(
             project=access.project, session=session, actor=access.actor
