@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.core.health import worker_status
+from memoryhub.core.selectors import worker_status
 from memoryhub.llm import selectors as llm_selectors
 from memoryhub.pipeline import dispatch, selectors, services, tasks
 from memoryhub.pipeline.dream import schedule

@@ -8,7 +8,9 @@ from rest_framework.test import APIClient
 
 S = "/api/v1/projects/alpha/sessions/"
 
-HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x</a>'
+HOSTILE = (
+    '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x</a>'
+)
 
 TRANSCRIPT: list[dict[str, Any]] = [
     {"type": "system_prompt", "content": "You are a coding agent."},
@@ -32,7 +34,8 @@ TRANSCRIPT: list[dict[str, Any]] = [
 
 
 def push_session(client: APIClient, external_id: str = "s-1", *, end: bool = False) -> str:
-    response = client.post(S, {"external_id": external_id, "title": "Fix " + HOSTILE}, format="json")
+    body = {"external_id": external_id, "title": "Fix " + HOSTILE}
+    response = client.post(S, body, format="json")
     assert response.status_code == 201, response.content
     session_id = str(response.json()["id"])
     response = client.post(f"{S}{external_id}/records/", TRANSCRIPT, format="json")
@@ -40,3 +43,11 @@ def push_session(client: APIClient, external_id: str = "s-1", *, end: bool = Fal
     if end:
         assert client.post(f"{S}{external_id}/end/").status_code == 200
     return session_id
+
+
+def assert_escaped(html: str) -> None:
+    """No hostile markup from HOSTILE made it into the page unescaped."""
+    assert "<script>alert(1)" not in html
+    assert 'onerror="alert(2)"' not in html
+    assert 'href="javascript:' not in html
+    assert "&lt;script&gt;alert(1)" in html

@@ -1,0 +1,81 @@
+"""Settings page: maintainers only; the sections refuse what the API refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.test import Client
+from rest_framework.test import APIClient
+
+from accounts.models import User
+from memoryhub.core.models import AuditEvent
+from projects.models import Project
+
+SETTINGS = "/p/alpha/settings/"
+
+
+def test_members_get_403_and_no_link(
+    bob: User, charlie: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    assert web_client(bob).get(SETTINGS).status_code == 403
+    assert web_client(bob).post(SETTINGS + "recall/", {"recall-search_k1": "1"}).status_code == 403
+    assert SETTINGS not in web_client(bob).get("/p/alpha/sessions/").content.decode()
+    assert web_client(charlie).get(SETTINGS).status_code == 404
+
+
+def test_sections_save_through_the_projects_service(
+    alice: User, project: Project, web_client: Callable[[User], Client], alice_client: APIClient
+) -> None:
+    client = web_client(alice)
+    assert client.get(SETTINGS).status_code == 200
+    saved = client.post(
+        SETTINGS + "recall/", {"recall-search_k1": "1.5", "recall-search_b": "0.75"}
+    )
+    assert saved.status_code == 302
+    project.refresh_from_db()
+    assert project.settings["recall"] == {"search_k1": 1.5, "search_b": 0.75}
+    assert AuditEvent.objects.filter(verb="project.updated").count() == 1
+    client.post(SETTINGS + "review_required/", {"review_required-review_required": "on"})
+    client.post(
+        SETTINGS + "pipeline/",
+        {"pipeline-retries": "5", "pipeline-dream_suppress_windows": "08:00-09:00, 13:00-14:00"},
+    )
+    client.post(SETTINGS + "sessions/", {"sessions-redact_secrets": "false"})
+    api = alice_client.get("/api/v1/projects/alpha/").json()["settings"]
+    assert api["review_required"] is True
+    assert api["pipeline"] == {
+        "retries": 5,
+        "dream_suppress_windows": ["08:00-09:00", "13:00-14:00"],
+    }
+    assert api["sessions"] == {"redact_secrets": False}
+    assert api["recall"] == {"search_k1": 1.5, "search_b": 0.75}
+    page = client.get(SETTINGS).content.decode()
+    assert 'value="1.5"' in page and "08:00-09:00, 13:00-14:00" in page
+
+
+def test_bad_values_are_refused_as_by_the_api(
+    alice: User, project: Project, web_client: Callable[[User], Client], alice_client: APIClient
+) -> None:
+    client = web_client(alice)
+    cases = {
+        "recall": ({"recall-search_k1": "99"}, "recall.search_k1 must be a number from 0 to 10."),
+        "sessions": ({"sessions-keep_recent_turns": "-1"}, "non-negative integer"),
+        "pipeline": ({"pipeline-dream_suppress_windows": "25:00-26:00"}, "dream"),
+        "llm": ({"llm-timeout_seconds": "-1"}, "timeout_seconds"),
+    }
+    for section, (data, message) in cases.items():
+        response = client.post(f"{SETTINGS}{section}/", data)
+        assert response.status_code == 400, section
+        assert message in response.content.decode(), (section, response.content.decode()[-3000:])
+        api = alice_client.patch(
+            "/api/v1/projects/alpha/",
+            {"settings": {section: {k.split("-", 1)[1]: v for k, v in data.items()}}},
+            format="json",
+        )
+        if section != "llm":  # the API keeps a bad llm section and reports it later
+            assert api.status_code == 400, section
+    project.refresh_from_db()
+    assert "recall" not in project.settings and "sessions" not in project.settings
+    not_a_number = client.post(SETTINGS + "recall/", {"recall-search_k1": "abc"})
+    assert not_a_number.status_code == 400 and "Enter a number." in not_a_number.content.decode()
+    assert client.post(SETTINGS + "nope/").status_code == 404
