@@ -95,7 +95,7 @@ def explain_search(*, access: ProjectAccess, query: SearchQuery) -> SearchExplai
     terms = [t for t, _ in qtf.most_common(QUERY_MAX_TERMS)]
     project_id = access.project.pk
     df = index.document_frequencies(project_id, terms) if terms else {}
-    n_docs, avgdl = index.bank_stats(project_id)
+    n_docs, avgdl = index.corpus_stats(project_id)
     if df:
         n_docs = max(n_docs, *df.values())  # as raw_pool does
     base = SearchExplain(

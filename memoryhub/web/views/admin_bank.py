@@ -57,7 +57,7 @@ def _rebuild(access: ProjectAccess) -> RebuildState | None:
 def _context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
     overview = selectors.job_overview(project=access.project)
     return {
-        "stats": services.bank_stats(project=access.project),
+        "stats": selectors.bank_stats(project=access.project, access=access),
         "running": overview["running"],
         "failing": overview["failing"],
         "recent": overview["recent"],
