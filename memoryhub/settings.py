@@ -153,7 +153,13 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "OPTIONS": {"MAX_ENTRIES": 50_000},
-    }
+    },
+    # API rate-limit counters: shared by every process through Redis when there is one.
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env_str("REDIS_URL")}
+        if env_str("REDIS_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -194,6 +200,21 @@ SESSION_APPEND_MAX_RECORDS = env_int("SESSION_APPEND_MAX_RECORDS", 1000, minimum
 SESSION_IMPORT_MAX_BYTES = env_int("SESSION_IMPORT_MAX_BYTES", 256 * 1024 * 1024, minimum=1024)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 500, minimum=1)
 
+
+def _rate(name: str, default: str) -> str | None:
+    """ "600/min"-style API rate limit (accounts/throttling.py); "off" disables it."""
+    value = env_str(name, default).strip().lower()
+    if value in {"off", "0", "none"}:
+        return None
+    count, _, period = value.partition("/")
+    if not count.isdigit() or int(count) < 1 or period[:1] not in {"s", "m", "h", "d"}:
+        raise ImproperlyConfigured(f"{name} must look like 600/min or be off, got {value!r}")
+    return value
+
+
+API_TOKEN_RATE_LIMIT = _rate("API_TOKEN_RATE_LIMIT", "1200/min")  # per agent token
+API_USER_RATE_LIMIT = _rate("API_USER_RATE_LIMIT", "6000/min")  # per person, all tokens
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.authentication.BearerTokenAuthentication",
@@ -204,6 +225,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "memoryhub.core.api_errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "accounts.throttling.TokenRateThrottle",
+        "accounts.throttling.UserRateThrottle",
+    ],
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from rest_framework.test import APIClient
 
 from accounts.actors import Actor
@@ -24,6 +24,14 @@ pytest_plugins = ["tests.fake_llm", "tests.worker"]
 @pytest.fixture(autouse=True)
 def _test_settings(settings: Any) -> None:
     cache.clear()  # cached bank statistics must not leak between tests
+    # Rate-limit counters per test, in memory (clearing Redis would flush the Celery broker's
+    # queues); limits are off unless a test turns them on (tests/accounts/test_throttling.py).
+    settings.CACHES = settings.CACHES | {
+        "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    }
+    caches["throttle"].clear()
+    settings.API_TOKEN_RATE_LIMIT = None
+    settings.API_USER_RATE_LIMIT = None
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # The manifest storage needs `collectstatic`; tests render pages without it.
     settings.STORAGES = settings.STORAGES | {
