@@ -43,6 +43,12 @@ if env_bool("BEHIND_TLS_PROXY", False):
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # probes speak plain HTTP inside the network
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Django's defaults, stated because the deploy check and tests/core/test_security.py rely on them.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")

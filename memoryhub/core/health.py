@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from memoryhub.celery import app as celery_app
 from memoryhub.core.selectors import worker_status
@@ -33,7 +33,7 @@ def _check_broker() -> dict[str, Any]:
     return {"ok": True, "transport": transport}
 
 
-@require_GET
+@require_safe  # GET and HEAD: load balancers probe with either
 def healthz(request: HttpRequest) -> JsonResponse:
     database = _check_database()
     broker = _check_broker()
