@@ -43,6 +43,8 @@ class SearchQuery:
     days: int | None = None  # created within the last N days
     as_of: datetime | None = None  # "now" for recency (replays and benchmarks); default: now
     session: AgentSession | None = None
+    # False for people browsing the bank (the dashboard): only agents' searches count as hits.
+    record: bool = True
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,8 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
         hits = blind + rest[: query.k - len(blind)]
     full = Memory.objects.in_bulk([hit.memory.pk for hit in hits])
     hits = [replace(hit, memory=full[hit.memory.pk]) for hit in hits]
-    _record_access(hits, query.session)
+    if query.record:
+        _record_access(hits, query.session)
     return hits
 
 

@@ -1,6 +1,11 @@
 """Pages of the dashboard's second half (sessions, recall files, instructions, injection
 preview, bank, members and tokens, settings). Project pages take `slug` and use
-memoryhub.web.access.project_view; their names appear in memoryhub.web.nav.PROJECT_NAV."""
+memoryhub.web.access.project_view; their names appear in memoryhub.web.nav.PROJECT_NAV.
+
+Links the first half makes once these names reverse (and skips until then):
+  web:session  kwargs slug, ref (a session's id or external id, as in the API); the memory
+               page appends #record-<index> for the first record of a memory's source range.
+"""
 
 from __future__ import annotations
 

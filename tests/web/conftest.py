@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.test import Client
 
 from accounts.actors import Actor
 from accounts.models import User
+from memoryhub.memories import services as memory_services
+from memoryhub.memories.models import Memory
 from projects.models import Project, Role
 from projects.selectors import project_access
 from projects.services import membership_add
@@ -50,3 +53,15 @@ def role_user(project: Project, alice: User) -> Callable[[Role], User]:
         return user
 
     return make
+
+
+def remember(
+    project: Project, user: User, content: str = "We deploy with make release.", **fields: Any
+) -> Memory:
+    """A memory written by `user` through the service (postings, audit event and all)."""
+    fields.setdefault("kind", "project")
+    return memory_services.memory_create(
+        project=project,
+        actor=Actor(user=user),
+        data=memory_services.MemoryInput(content=content, **fields),
+    )

@@ -14,12 +14,19 @@
   });
 
   // Typed confirmation: a form with data-confirm-value enables its submit button only once the
-  // input named "confirm" holds exactly that value (the server checks again).
+  // input named "confirm" holds exactly that value (the server checks again; without
+  // JavaScript the button stays enabled and the server alone decides).
+  function syncConfirm(form) {
+    const input = form.querySelector("input[name=confirm]");
+    const ok = input !== null && input.value.trim() === form.dataset.confirmValue;
+    form.querySelectorAll("button[type=submit]").forEach(function (b) { b.disabled = !ok; });
+  }
   document.addEventListener("input", function (event) {
     const form = event.target.closest("form[data-confirm-value]");
-    if (!form || event.target.name !== "confirm") return;
-    const ok = event.target.value === form.dataset.confirmValue;
-    form.querySelectorAll("button[type=submit]").forEach(function (b) { b.disabled = !ok; });
+    if (form && event.target.name === "confirm") syncConfirm(form);
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("form[data-confirm-value]").forEach(syncConfirm);
   });
 
   // "Select all" checkboxes: data-select-all="<checkbox name>".

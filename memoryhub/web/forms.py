@@ -1,0 +1,115 @@
+"""Forms of the memory pages. They validate shape only; the services validate meaning (and
+their ValidationErrors are shown on the same form)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
+
+from memoryhub.memories.kinds import Kind, Scope, Subcategory
+from memoryhub.memories.models import Memory
+
+SORTS = {
+    "updated": ("-updated_at", _("Recently updated")),
+    "created": ("-created_at", _("Recently created")),
+    "importance": ("-importance", _("Importance")),
+    "hits": ("-hit_count", _("Most recalled")),
+}
+AGES = {
+    "1": (1, _("last day")),
+    "7": (7, _("last 7 days")),
+    "30": (30, _("last 30 days")),
+    "90": (90, _("last 90 days")),
+    "365": (365, _("last year")),
+}
+STATUS_CHOICES = [
+    ("", _("Proposed, active, stale")),
+    (Memory.Status.ACTIVE, _("Active")),
+    (Memory.Status.PROPOSED, _("Proposed")),
+    (Memory.Status.STALE, _("Stale")),
+    (Memory.Status.ARCHIVED, _("Archived")),
+    ("all", _("All")),
+]
+
+
+def _blank(label: Any) -> list[tuple[str, Any]]:
+    return [("", label)]
+
+
+class MemoryFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=500, label=_("Search"))
+    kind = forms.ChoiceField(required=False, choices=_blank(_("Any kind")) + Kind.choices)
+    scope = forms.ChoiceField(required=False, choices=_blank(_("Any scope")) + Scope.choices)
+    status = forms.ChoiceField(required=False, choices=STATUS_CHOICES)
+    importance = forms.IntegerField(required=False, min_value=1, max_value=32767)
+    owner = forms.CharField(required=False, max_length=150, label=_("Author"))
+    subcategory = forms.ChoiceField(
+        required=False, choices=_blank(_("Any subcategory")) + Subcategory.choices
+    )
+    age = forms.ChoiceField(
+        required=False,
+        choices=_blank(_("Any age")) + [(k, label) for k, (_d, label) in AGES.items()],
+    )
+    sort = forms.ChoiceField(
+        required=False, choices=[(k, label) for k, (_f, label) in SORTS.items()]
+    )
+    cursor = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
+    page = forms.IntegerField(required=False, min_value=1, max_value=20, widget=forms.HiddenInput)
+
+
+def split_keywords(value: str) -> list[str]:
+    return [part.strip() for part in value.replace("，", ",").split(",") if part.strip()]
+
+
+class MemoryEditForm(forms.Form):
+    title = forms.CharField(required=False, max_length=200, label=_("Title"))
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), label=_("Content"))
+    keywords = forms.CharField(required=False, label=_("Keywords"), help_text=_("Comma-separated."))
+    kind = forms.ChoiceField(choices=Kind.choices, label=_("Kind"))
+    subcategory = forms.ChoiceField(
+        required=False, choices=_blank("—") + Subcategory.choices, label=_("Subcategory")
+    )
+    goal = forms.CharField(required=False, max_length=500, label=_("Goal"))
+    importance = forms.IntegerField(min_value=1, max_value=32767, label=_("Importance"))
+
+    @classmethod
+    def for_memory(cls, memory: Memory, **kwargs: Any) -> MemoryEditForm:
+        return cls(
+            initial={
+                "title": memory.title,
+                "content": memory.content,
+                "keywords": ", ".join(memory.keywords),
+                "kind": memory.kind,
+                "subcategory": memory.subcategory,
+                "goal": memory.goal,
+                "importance": memory.importance,
+            },
+            **kwargs,
+        )
+
+    def changes(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        data["keywords"] = split_keywords(data["keywords"])
+        return data
+
+    def add_service_errors(self, exc: ValidationError) -> None:
+        for name, messages in exc.message_dict.items():
+            self.add_error(name if name in self.fields else None, messages)
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(max_length=1000, label=_("Reason"))
+
+
+class MergeForm(forms.Form):
+    other = forms.UUIDField(label=_("Memory to merge into this one"))
+    content = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 8}), label=_("Merged text")
+    )
+
+
+class DeleteForm(forms.Form):
+    confirm = forms.CharField(max_length=100, label=_("Confirmation"))
