@@ -7,17 +7,24 @@ tests/web/browser.py and are loaded as a plugin below, so tests/web/admin/ can u
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.urls import reverse
+from playwright.sync_api import Browser, BrowserContext, Dialog, Page, sync_playwright
 
 from accounts.actors import Actor
 from accounts.models import User
 from memoryhub.memories import services as memory_services
 from memoryhub.memories.models import Memory
+from memoryhub.sessions import services as session_services
+from memoryhub.sessions.records import RecordInput
 from projects.models import Project, Role
 from projects.selectors import project_access
 from projects.services import membership_add
@@ -65,3 +72,119 @@ def remember(
         actor=Actor(user=user),
         data=memory_services.MemoryInput(content=content, **fields),
     )
+
+
+def transcript(project: Project, user: User, external_id: str, texts: list[tuple[str, str]]) -> Any:
+    """A session with records [(type, text), …] appended through the services."""
+    actor = Actor(user=user)
+    session, _ = session_services.session_get_or_create(
+        project=project, actor=actor, external_id=external_id
+    )
+    session_services.records_append(
+        session=session,
+        actor=actor,
+        records=[RecordInput(type=kind, content=text) for kind, text in texts],
+    )
+    return session
+
+
+# --- browser: Playwright driving Debian's Chromium against pytest-django's live server -------
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@dataclass
+class BrowserPage:
+    """A Playwright page plus what it saw: dialogs (an XSS would open one), CSP violations and
+    other console errors, and failed requests."""
+
+    page: Page
+    base_url: str
+    dialogs: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+
+    def goto(self, path: str) -> Any:
+        response = self.page.goto(self.base_url + path)
+        self.page.wait_for_load_state("domcontentloaded")
+        return response
+
+    def sign_in(self, username: str, password: str = PASSWORD) -> None:
+        """Through the real sign-in form."""
+        self.goto(reverse("web:login"))
+        self.page.get_by_label("Username").fill(username)
+        self.page.get_by_label("Password").fill(password)
+        self.page.get_by_role("button", name="Sign in").click()
+        self.page.wait_for_url(self.base_url + reverse("web:home"))
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Browser]:
+    # Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
+    # test around it are still synchronous.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def browser_page(
+    chromium: Browser, live_server: Any, request: pytest.FixtureRequest
+) -> Iterator[BrowserPage]:
+    """A fresh browser context (English, light scheme) on the live server.
+
+    Options through indirect parametrisation are not needed: tests make more contexts with
+    `new_browser_page`."""
+    context = chromium.new_context(locale="en-US", color_scheme="light")
+    wrapped = _wrap(context.new_page(), live_server.url)
+    yield wrapped
+    context.close()
+
+
+@pytest.fixture
+def new_browser_page(chromium: Browser, live_server: Any) -> Iterator[Callable[..., BrowserPage]]:
+    """new_browser_page(locale="zh-CN", color_scheme="dark", bypass_csp=False) → BrowserPage."""
+    contexts: list[BrowserContext] = []
+
+    def make(**options: Any) -> BrowserPage:
+        options.setdefault("locale", "en-US")
+        context = chromium.new_context(**options)
+        contexts.append(context)
+        return _wrap(context.new_page(), live_server.url)
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def _wrap(page: Page, base_url: str) -> BrowserPage:
+    wrapped = BrowserPage(page=page, base_url=base_url)
+
+    def on_dialog(dialog: Dialog) -> None:
+        wrapped.dialogs.append(f"{dialog.type}: {dialog.message}")
+        # A confirm() we ask for ourselves (hx-confirm) is accepted; the test decides whether
+        # a dialog was expected.
+        dialog.accept()
+
+    page.on("dialog", on_dialog)
+    page.on(
+        "console",
+        lambda message: (
+            wrapped.console_errors.append(message.text) if message.type == "error" else None
+        ),
+    )
+    page.set_default_timeout(15_000)
+    return wrapped

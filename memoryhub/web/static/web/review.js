@@ -55,11 +55,10 @@
     event.preventDefault();
   });
 
-  // After an item is swapped: an approved/rejected one moves the focus to the next open item,
-  // an edit form gets its first field focused.
-  document.addEventListener("htmx:afterSwap", function (event) {
-    const li = event.detail.target && document.getElementById(event.detail.target.id);
-    const swapped = li || event.detail.elt;
+  // After an item is swapped (htmx:load fires on the new element): an approved or rejected
+  // item moves the focus to the next open one, an edit form gets its first field focused.
+  document.addEventListener("htmx:load", function (event) {
+    const swapped = event.target;
     if (!swapped || !swapped.matches || !swapped.matches("[data-review-item]")) return;
     const list = items();
     const index = list.indexOf(swapped);

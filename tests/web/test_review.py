@@ -1,0 +1,192 @@
+"""The review queue: maintainers only; approve, edit-then-approve, reject, bulk; provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.test import Client
+from django.urls import reverse
+
+from accounts.models import User
+from memoryhub.memories.models import Memory
+from projects.models import Project, Role
+from tests.web.conftest import remember, transcript
+
+HX = {"HX-Request": "true"}
+QUEUE = reverse("web:review", kwargs={"slug": "alpha"})
+
+
+def url(name: str, memory: Memory) -> str:
+    return reverse(f"web:{name}", kwargs={"slug": "alpha", "memory_id": memory.public_id})
+
+
+def test_the_queue_shows_proposed_memories_with_their_source_records(
+    alice: User, bob: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    transcript(
+        project,
+        bob,
+        "sess-42",
+        [
+            ("user", "How do we deploy?"),
+            (
+                "assistant",
+                "<memoryhub-context>injected memory text</memoryhub-context> Use make release.",
+            ),
+            ("user", "Never deploy on Fridays."),
+        ],
+    )
+    remember(
+        project,
+        bob,
+        "Never deploy on Fridays.",
+        kind="rule",
+        status="proposed",
+        source_session="sess-42",
+        source_record_start=1,
+        source_record_end=2,
+    )
+    remember(project, bob, "Already active.")
+    page = web_client(alice).get(QUEUE).content.decode()
+    assert "Never deploy on Fridays." in page and "Already active." not in page
+    assert "sess-42" in page and "#1 assistant" in page and "#2 user" in page
+    assert "How do we deploy?" not in page  # record 0 is outside the range
+    assert "injected memory text" not in page and "[memoryhub-context]" in page
+    assert "1 proposed memory" in page
+
+
+def test_only_maintainers_review(
+    alice: User,
+    charlie: User,
+    project: Project,
+    role_user: Callable[[Role], User],
+    web_client: Callable[[User], Client],
+) -> None:
+    memory = remember(project, alice, "Proposed.", status="proposed")
+    member = web_client(role_user(Role.MEMBER))
+    outsider = web_client(charlie)
+    for client, code in ((member, 403), (outsider, 404)):
+        assert client.get(QUEUE).status_code == code
+        for name in ("review_approve", "review_reject", "review_edit"):
+            assert client.post(url(name, memory), {"reason": "x"}).status_code == code, name
+        bulk = client.post(
+            reverse("web:review_bulk", kwargs={"slug": "alpha"}),
+            {"action": "approve", "selected": [str(memory.public_id)]},
+        )
+        assert bulk.status_code == code
+    # The nav offers the queue to maintainers only.
+    assert (
+        QUEUE not in member.get(reverse("web:project", kwargs={"slug": "alpha"})).content.decode()
+    )
+    maintainer = web_client(role_user(Role.MAINTAINER))
+    assert (
+        QUEUE in maintainer.get(reverse("web:project", kwargs={"slug": "alpha"})).content.decode()
+    )
+    memory.refresh_from_db()
+    assert memory.status == Memory.Status.PROPOSED
+
+
+def test_approve_and_reject_in_place(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    first = remember(project, alice, "First proposal.", status="proposed")
+    second = remember(project, alice, "Second proposal.", status="proposed")
+    client = web_client(alice)
+    approved = client.post(url("review_approve", first), headers=HX)
+    body = approved.content.decode()
+    assert approved.status_code == 200 and body.lstrip().startswith(
+        f'<li id="review-{first.public_id}"'
+    )
+    assert "resolved" in body and "Approved." in body
+    no_reason = client.post(url("review_reject", second), {"reason": ""}, headers=HX)
+    assert no_reason.status_code == 400 and b"Say why" in no_reason.content
+    rejected = client.post(url("review_reject", second), {"reason": "Duplicate."})  # no htmx
+    assert rejected.status_code == 302 and rejected["Location"] == QUEUE
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == Memory.Status.ACTIVE
+    assert (second.status, second.status_reason) == (Memory.Status.ARCHIVED, "Duplicate.")
+    assert list(second.events.values_list("verb", flat=True).order_by("id")) == [
+        "created",
+        "rejected",
+    ]
+    again = client.post(url("review_approve", first), headers=HX)
+    assert again.status_code == 400 and b"Only proposed memories" in again.content
+
+
+def test_edit_then_approve_is_one_step_and_keeps_both_events(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    memory = remember(project, alice, "Deploy wiht make.", status="proposed")
+    client = web_client(alice)
+    form = client.get(url("review_edit", memory), headers=HX)
+    assert form.status_code == 200 and b"Save and approve" in form.content
+    data = {
+        "title": "",
+        "content": "Deploy with make release.",
+        "keywords": "deploy",
+        "kind": "project",
+        "importance": 2,
+    }
+    bad = client.post(url("review_edit", memory), data | {"content": " "}, headers=HX)
+    assert bad.status_code == 400
+    memory.refresh_from_db()
+    assert memory.status == Memory.Status.PROPOSED and memory.content == "Deploy wiht make."
+    done = client.post(url("review_edit", memory), data, headers=HX)
+    assert done.status_code == 200 and b"Edited and approved." in done.content
+    memory.refresh_from_db()
+    assert (memory.status, memory.content) == (Memory.Status.ACTIVE, "Deploy with make release.")
+    assert list(memory.events.values_list("verb", flat=True).order_by("id")) == [
+        "created",
+        "updated",
+        "approved",
+    ]
+
+
+def test_bulk_approve_and_reject(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    memories = [remember(project, alice, f"Proposal {i}.", status="proposed") for i in range(4)]
+    client = web_client(alice)
+    bulk = reverse("web:review_bulk", kwargs={"slug": "alpha"})
+    no_reason = client.post(bulk, {"action": "reject", "selected": [str(memories[0].public_id)]})
+    assert no_reason.status_code == 302
+    client.post(bulk, {"action": "approve", "selected": [str(m.public_id) for m in memories[:2]]})
+    client.post(
+        bulk,
+        {
+            "action": "reject",
+            "reason": "Noise.",
+            "selected": [str(m.public_id) for m in memories[1:]] + ["not-a-uuid"],
+        },
+    )
+    statuses = [Memory.objects.get(pk=m.pk).status for m in memories]
+    assert statuses == ["active", "active", "archived", "archived"]
+    page = client.get(QUEUE).content.decode()
+    assert "2 memories rejected." in page and "1 was no longer waiting for review." in page
+
+
+def test_queue_queries_do_not_grow_with_items(
+    alice: User,
+    project: Project,
+    web_client: Callable[[User], Client],
+    django_assert_max_num_queries: Callable[..., object],
+) -> None:
+    transcript(project, alice, "s1", [("user", f"line {i}") for i in range(10)])
+    remember(project, alice, "p0", status="proposed", source_session="s1", source_record_start=0)
+    client = web_client(alice)
+    client.get(QUEUE)
+    with django_assert_max_num_queries(15) as few:  # type: ignore[attr-defined]
+        client.get(QUEUE)
+    for i in range(1, 20):
+        remember(
+            project,
+            alice,
+            f"p{i}",
+            status="proposed",
+            source_session="s1",
+            source_record_start=i % 10,
+        )
+    with django_assert_max_num_queries(len(few.captured_queries)):  # type: ignore[attr-defined]
+        response = client.get(QUEUE)
+    assert len(response.context["items"]) == 20
