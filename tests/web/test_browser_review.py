@@ -6,7 +6,6 @@ maintainer reviews them with the keyboard."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import pytest
 from django.urls import reverse
@@ -56,9 +55,7 @@ def test_a_maintainer_reviews_pipeline_output_with_the_keyboard(
     browser_page.goto(reverse("web:review", kwargs={"slug": "alpha"}))
     items = page.locator("[data-review-item]")
     expect(items.first).to_be_focused()
-    first_id = items.nth(0).get_attribute("id")
-    second_id = items.nth(1).get_attribute("id")
-    third_id = items.nth(2).get_attribute("id")
+    first_id, second_id, third_id = (str(items.nth(i).get_attribute("id")) for i in range(3))
 
     # a: approve the focused (first) item; the focus moves on to the next open one.
     page.keyboard.press("a")

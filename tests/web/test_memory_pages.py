@@ -285,7 +285,9 @@ def test_merge_page_previews_and_merges(
     keep = remember(project, alice, "Tests run with make test.")
     other = remember(project, alice, "CI runs make test.")
     client = web_client(alice)
-    preview = client.get(url("memory_merge", keep), {"other": other.public_id}).content.decode()
+    preview = client.get(
+        url("memory_merge", keep), {"other": str(other.public_id)}
+    ).content.decode()
     assert "Tests run with make test.\n\nCI runs make test." in preview
     done = client.post(
         url("memory_merge", keep), {"other": other.public_id, "content": "Run make test (CI too)."}
