@@ -26,4 +26,5 @@ RUN SECRET_KEY=collectstatic-build-only python manage.py collectstatic --noinput
 
 EXPOSE 8000
 # sh -c so ${WEB_CONCURRENCY:-3} expands; exec so gunicorn is PID 1 and gets SIGTERM.
-CMD ["sh", "-c", "exec gunicorn memoryhub.wsgi --bind 0.0.0.0:8000 --workers \"${WEB_CONCURRENCY:-3}\" --access-logfile -"]
+# memoryhub.asgi serves Django and the MCP endpoint (/mcp) from the same workers.
+CMD ["sh", "-c", "exec gunicorn memoryhub.asgi:application --worker-class uvicorn_worker.UvicornWorker --bind 0.0.0.0:8000 --workers \"${WEB_CONCURRENCY:-3}\" --graceful-timeout 10 --access-logfile -"]

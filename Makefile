@@ -37,11 +37,12 @@ run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	SITE_URL=$(SITE_URL) $(PY) manage.py demo_setup
-	@echo "MemoryHub is starting at http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/)"
+	@echo "MemoryHub is starting at http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/, MCP: http://$(HOST):$(PORT)/mcp)"
 	@export SITE_URL=$(SITE_URL); trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
 	  $(VENV)/bin/celery -A memoryhub worker --beat --loglevel=INFO --concurrency=2 \
 	    --schedule=var/celerybeat-schedule & \
-	  $(VENV)/bin/gunicorn memoryhub.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile - & \
+	  $(VENV)/bin/gunicorn memoryhub.asgi:application --worker-class uvicorn_worker.UvicornWorker \
+	    --bind $(HOST):$(PORT) --workers 2 --graceful-timeout 10 --access-logfile - & \
 	  wait
 
 test: install

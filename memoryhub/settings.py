@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "memoryhub.recall",
     "memoryhub.pipeline",
     "memoryhub.web",
+    "memoryhub.integrations.mcp",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,126 @@
+"""Streamable HTTP at /mcp (and /mcp/p/<slug>/), as an ASGI app beside Django's.
+
+In front of the SDK's transport: the Host check Django applies (ALLOWED_HOSTS), MemoryHub token
+authentication (401 in the shape agents expect, with WWW-Authenticate), and the project named
+in the URL (404 when the token cannot see it, exactly as for a missing project). The Caller is
+left in the ASGI scope, where every tool finds it on its request.
+
+Stateless mode with JSON responses: each POST stands alone, so any gunicorn worker can serve
+any request (a session kept in one worker's memory would 404 on the next worker), and nothing
+is held open that would slow a SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http import Http404
+from django.http.request import split_domain_port, validate_host
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memoryhub.integrations.mcp.caller import Caller, authenticate, pinned_project
+from memoryhub.integrations.mcp.server import SCOPE_KEY, build_server
+
+MCP_PATH = "/mcp"
+# /mcp, /mcp/, /mcp/p/<slug>, /mcp/p/<slug>/
+PATH_RE = re.compile(r"^/mcp(?:/p/(?P<slug>[^/]+))?/?$")
+
+
+def is_mcp_path(path: str) -> bool:
+    return path == MCP_PATH or path.startswith(MCP_PATH + "/")
+
+
+def _caller(header: str, slug: str | None) -> Caller | None:
+    """The authenticated Caller, None for a bad token; Http404 for a project it cannot see."""
+    close_old_connections()
+    try:
+        actor = authenticate(header)
+        if actor is None:
+            return None
+        return Caller(actor=actor, project=pinned_project(actor, slug))
+    finally:
+        close_old_connections()
+
+
+async def _json(send: Send, status: int, body: dict[str, Any], headers: list[Any]) -> None:
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _host_allowed(host: str) -> bool:
+    """Django's HttpRequest.get_host() rule, so /mcp answers the same hosts as the API."""
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    domain, _ = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return ""
+
+
+class McpHttpApp:
+    """The ASGI app of /mcp: checks, then the SDK's streamable HTTP transport. Its lifespan
+    starts the SDK's session manager (the host must route "lifespan" here)."""
+
+    def __init__(self) -> None:
+        self.server = build_server()
+        # The SDK's own Host/Origin allowlist is off: the Host check below is Django's, with
+        # the same ALLOWED_HOSTS, and every request carries a token a browser page lacks.
+        self.transport: ASGIApp = self.server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=True,
+            json_response=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.transport(scope, receive, send)  # lifespan
+            return
+        match = PATH_RE.match(scope["path"])
+        if match is None:
+            await _json(send, 404, {"error": "Not found. The MCP endpoint is /mcp."}, [])
+            return
+        if not _host_allowed(_header(scope, b"host")):
+            await _json(send, 400, {"error": "Invalid Host header."}, [])
+            return
+        header = _header(scope, b"authorization")
+        try:
+            caller = await sync_to_async(_caller, thread_sensitive=True)(header, match["slug"])
+        except Http404:
+            # As for a missing project: an outsider cannot tell the two apart.
+            await _json(send, 404, {"error": "Project not found."}, [])
+            return
+        if caller is None:
+            await _json(
+                send,
+                401,
+                {"error": "Send a MemoryHub token: Authorization: Bearer mh_…"},
+                [(b"www-authenticate", b'Bearer realm="memoryhub"')],
+            )
+            return
+        inner = dict(scope, path=MCP_PATH, raw_path=MCP_PATH.encode())
+        inner[SCOPE_KEY] = caller
+        await self.transport(inner, receive, send)
