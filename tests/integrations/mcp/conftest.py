@@ -175,7 +175,11 @@ def stdio_refusal(token: str, project: str | None = None) -> tuple[int, str]:
 
 def raw_token(user: User, *, project: Project | None = None, read_only: bool = False) -> str:
     _, raw = token_create(
-        user=user, name="mcp-test", project=project, read_only=read_only, actor=Actor.for_system("test")
+        user=user,
+        name="mcp-test",
+        project=project,
+        read_only=read_only,
+        actor=Actor.for_system("test"),
     )
     return raw
 
