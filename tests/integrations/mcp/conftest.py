@@ -128,7 +128,7 @@ def over_http[T](
             headers={"Authorization": f"Bearer {token}"}, timeout=60, follow_redirects=True
         ) as http:
             transport = streamable_http_client(url, http_client=http)
-            async with Client(transport, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+            async with Client(transport, mode=mode, cache=None) as client:
                 return await body(client)
 
     return anyio.run(main)

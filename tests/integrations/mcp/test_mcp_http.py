@@ -236,16 +236,14 @@ def test_an_outsider_sees_nothing(
     assert hidden.json() == missing.json()
 
     async def body(client: Client) -> Any:
-        calls = {
-            name: await client.call_tool(name, args)
-            for name, args in [
-                ("memory_search", {"query": "payroll export", "project": "alpha"}),
-                ("memory_read", {"id": str(memory.public_id), "project": "alpha"}),
-                ("memory_project", {"project": "alpha"}),
-                ("memory_remember", RULE | {"project": "alpha"}),
-                ("memory_search", {"query": "payroll export", "project": "no-such"}),
-            ]
-        }
+        attempts: list[tuple[str, dict[str, Any]]] = [
+            ("memory_search", {"query": "payroll export", "project": "alpha"}),
+            ("memory_read", {"id": str(memory.public_id), "project": "alpha"}),
+            ("memory_project", {"project": "alpha"}),
+            ("memory_remember", RULE | {"project": "alpha"}),
+            ("memory_search", {"query": "payroll export", "project": "no-such"}),
+        ]
+        calls = [await client.call_tool(name, args) for name, args in attempts]
         listed = (await client.list_resources()).resources
         try:
             await client.read_resource(f"memory://memories/{memory.public_id}?project=alpha")
@@ -256,8 +254,8 @@ def test_an_outsider_sees_nothing(
         return calls, listed, read_error, own
 
     calls, listed, read_error, own = over_http(mcp_http_server.url(), token, body)
-    messages = {text(result) for result in calls.values()}
-    assert all(result.is_error for result in calls.values())
+    messages = {text(result) for result in calls}
+    assert len(calls) == 5 and all(result.is_error for result in calls)
     # One answer for all of them, the same as for a missing project: nothing to tell apart.
     assert len({m.split(": ", 1)[1] for m in messages}) == 1, messages
     assert all("Project not found." in m and "payroll" not in m for m in messages)
