@@ -12,6 +12,7 @@ LLM_ALLOWED_BASE_URLS.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from memoryhub.core.exceptions import ApplicationError
 from memoryhub.llm.errors import LlmMisconfigured
 from projects.models import Project
 
@@ -52,10 +54,29 @@ def _check_base_url(value: Any) -> str | None:
     parts = urlsplit(value)
     if parts.scheme not in {"http", "https"} or not parts.netloc:
         return "must be an http(s):// URL"
+    if _metadata_host(parts.hostname or ""):
+        return "must not be a link-local or cloud metadata address"
     allowed = {settings.LLM_BASE_URL, *settings.LLM_ALLOWED_BASE_URLS} - {""}
     if value.rstrip("/") not in allowed:
         return "is not one of the server's LLM_BASE_URL / LLM_ALLOWED_BASE_URLS"
     return None
+
+
+# Cloud metadata services answer on these names (and on link-local addresses) and hand out
+# credentials: never a destination for prompts, whatever LLM_ALLOWED_BASE_URLS says.
+_METADATA_HOSTS = {"metadata", "metadata.google.internal", "metadata.azure.internal"}
+
+
+def _metadata_host(host: str) -> bool:
+    host = host.strip("[]").lower().rstrip(".")
+    if host in _METADATA_HOSTS:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_link_local or (mapped is not None and mapped.is_link_local)
 
 
 def _check_model(value: Any) -> str | None:
@@ -112,6 +133,33 @@ def project_overrides(project: Project | None) -> dict[str, Any]:
     if "base_url" in overrides:
         overrides["base_url"] = overrides["base_url"].rstrip("/")
     return overrides
+
+
+def check_project_settings(project_settings: dict[str, Any]) -> None:
+    """The settings["llm"] check run when a project's settings are saved: every key valid
+    (naming it, as llm.<key>), and the combination resolvable for both roles, so a job never
+    fails later on what was accepted now. Raises ApplicationError."""
+    raw = project_settings.get("llm")
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        raise ApplicationError("llm must be a JSON object.")
+    for key, value in raw.items():
+        check = _CHECKS.get(key)
+        if key in {"api_key", "api_key_file"}:
+            raise ApplicationError(
+                f"llm.{key} cannot be set per project; the key is global (LLM_API_KEY)."
+            )
+        if check is None:
+            raise ApplicationError(f"Unknown llm setting {key!r} (allowed: {', '.join(_CHECKS)}).")
+        if (problem := check(value)) is not None:
+            raise ApplicationError(f"llm.{key} {problem}, got {value!r}.")
+    probe = Project(slug="", settings={"llm": raw})  # never saved: resolve_config reads settings
+    for role in ROLES:
+        try:
+            resolve_config(probe, role)
+        except LlmMisconfigured as exc:
+            raise ApplicationError(f"llm: {exc}") from None
 
 
 def _budget(server: int, project: int | None) -> int | None:

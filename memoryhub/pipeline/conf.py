@@ -27,7 +27,6 @@ class PipelineConfig:
     rollout_payload_percent: float = 0.7
     phase1_input_token_limit: int = 4_000
     fallback_token_limit: int = 16_000
-    summary_injection_token_limit: int = 5_000
     retries: int = 3
     context_window: int = 128_000  # of the extraction model; bounds the stage-1 payload
     # Dream (meow-memory v0.13+): a session window is dreamed once idle this long, never inside
@@ -42,6 +41,10 @@ class PipelineConfig:
     dream_max_attempts: int = 3
 
 
+# Knobs that belong to the app that uses them (migration pipeline 0003 moved stored values).
+MOVED = {"summary_injection_token_limit": "recall.summary_injection_token_limit"}
+
+
 def pipeline_config(project_settings: dict[str, Any]) -> PipelineConfig:
     overrides = project_settings.get("pipeline", {}) or {}
     if not isinstance(overrides, dict):
@@ -49,6 +52,8 @@ def pipeline_config(project_settings: dict[str, Any]) -> PipelineConfig:
     known = {f.name: f for f in fields(PipelineConfig)}
     values: dict[str, Any] = {}
     for name, value in overrides.items():
+        if name in MOVED:
+            raise ApplicationError(f"pipeline.{name} is now {MOVED[name]}.")
         if name not in known:
             raise ApplicationError(f"Unknown pipeline setting {name!r}.")
         if name == "dream_suppress_windows":

@@ -228,9 +228,11 @@ def stage1_rollout_messages(
     ]
 
 
-def stage1_max_tokens(context_window: int | None) -> int:
+def stage1_max_tokens(
+    context_window: int | None, *, fallback_token_limit: int = FALLBACK_TOKEN_LIMIT
+) -> int:
     """oh-my-pi's answer budget: clamp(floor(0.2 × context window), 1,024, 4,096)."""
-    window = context_window if context_window and context_window > 0 else FALLBACK_TOKEN_LIMIT
+    window = context_window if context_window and context_window > 0 else fallback_token_limit
     return max(1024, min(4096, math.floor(window * 0.2)))
 
 

@@ -79,7 +79,15 @@ def stage1_enqueue_due(*, project: Project, now: Any = None) -> list[int]:
             retries=config.retries,
         )
     due = Job.objects.filter(jobs.claimable(), project=project, kind=Job.Kind.STAGE1)
-    return list(due.order_by("pk").values_list("pk", flat=True)[: config.max_rollouts_per_scan])
+    # stage1_concurrency: extractions of one project running at once (live leases count).
+    running = Job.objects.filter(
+        project=project,
+        kind=Job.Kind.STAGE1,
+        status=Job.Status.RUNNING,
+        lease_until__gt=timezone.now(),
+    ).count()
+    room = max(0, min(config.max_rollouts_per_scan, config.stage1_concurrency - running))
+    return list(due.order_by("pk").values_list("pk", flat=True)[:room])
 
 
 def consolidation_due(*, project: Project) -> int | None:
@@ -118,7 +126,10 @@ def _source_records(session: AgentSession, start: int, end: int) -> list[extract
 
 
 def _typed_memories(
-    project: Project, records: list[extractor.SourceRecord], existing: list[str]
+    project: Project,
+    records: list[extractor.SourceRecord],
+    existing: list[str],
+    config: PipelineConfig,
 ) -> list[extractor.ExtractedMemory]:
     offline = extractor.extract(records)
     record_range = (records[0].index, records[-1].index)
@@ -131,7 +142,9 @@ def _typed_memories(
 
     request = llm.LlmRequest(
         purpose="extraction",
-        messages=prompts.typed_memories_messages(records, existing),
+        messages=prompts.typed_memories_messages(
+            records, existing, token_limit=config.fallback_token_limit
+        ),
         offline=offline_answer,
         project=project,
     )
@@ -150,7 +163,12 @@ def _rollout(
     request = llm.LlmRequest(
         purpose="stage1",
         messages=prompts.stage1_rollout_messages(
-            session.external_id, records, context_window=config.context_window
+            session.external_id,
+            records,
+            context_window=config.context_window,
+            input_token_limit=config.phase1_input_token_limit,
+            payload_percent=config.rollout_payload_percent,
+            fallback_token_limit=config.fallback_token_limit,
         ),
         # The rollout feeds the shared artifacts: personal (user-scope) memories stay out.
         offline=lambda: json.dumps(
@@ -160,7 +178,9 @@ def _rollout(
             ensure_ascii=False,
         ),
         project=project,
-        max_tokens=max(1024, min(4096, int(config.context_window * 0.2))),
+        max_tokens=prompts.stage1_max_tokens(
+            config.context_window, fallback_token_limit=config.fallback_token_limit
+        ),
     )
     return llm.complete_json(request, validate=prompts.validate_rollout)
 
@@ -180,7 +200,7 @@ def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
         .order_by("-updated_at")
         .values_list("content", flat=True)[:50]
     )
-    memories = _typed_memories(project, records, existing)
+    memories = _typed_memories(project, records, existing, config)
     status = Memory.Status.PROPOSED if review_required(project.settings) else Memory.Status.ACTIVE
     actor = Actor.for_system(PIPELINE, user=session.created_by_user)
     merged = 0

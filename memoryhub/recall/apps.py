@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 
 
-class RecallConfig(AppConfig):
+class RecallAppConfig(AppConfig):
     name = "memoryhub.recall"
     label = "recall"
     verbose_name = "Recall (search, keyword hits, injection)"

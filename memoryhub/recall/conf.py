@@ -22,9 +22,18 @@ class RecallConfig:
     search_k1: float = 0.3
     search_b: float = 0.0
     search_decay: float = 0.1
+    # oh-my-pi's summaryInjectionTokenLimit: memory_summary.md in the omp and default payloads
+    # is cut to this many tokens (4 characters each); omp's lessons share the same cap.
+    summary_injection_token_limit: int = 5_000
 
 
-_BOUNDS = {"search_k1": (0.0, 10.0), "search_b": (0.0, 1.0), "search_decay": (0.0, 1.0)}
+_BOUNDS = {
+    "search_k1": (0.0, 10.0),
+    "search_b": (0.0, 1.0),
+    "search_decay": (0.0, 1.0),
+    "summary_injection_token_limit": (0, 1_000_000),
+}
+_INTEGERS = {"summary_injection_token_limit"}
 
 
 def recall_config(project_settings: dict[str, Any]) -> RecallConfig:
@@ -34,7 +43,7 @@ def recall_config(project_settings: dict[str, Any]) -> RecallConfig:
     if not isinstance(overrides, dict):
         raise ApplicationError("project settings 'recall' must be an object.")
     known = {f.name for f in fields(RecallConfig)}
-    values: dict[str, float] = {}
+    values: dict[str, Any] = {}
     for name, value in overrides.items():
         if name not in known:
             raise ApplicationError(f"Unknown recall setting {name!r}.")
@@ -43,7 +52,9 @@ def recall_config(project_settings: dict[str, Any]) -> RecallConfig:
             isinstance(value, bool)
             or not isinstance(value, int | float)
             or not low <= value <= high
+            or (name in _INTEGERS and value != int(value))
         ):
-            raise ApplicationError(f"recall.{name} must be a number from {low:g} to {high:g}.")
-        values[name] = float(value)
+            what = "an integer" if name in _INTEGERS else "a number"
+            raise ApplicationError(f"recall.{name} must be {what} from {low:g} to {high:g}.")
+        values[name] = int(value) if name in _INTEGERS else float(value)
     return RecallConfig(**values)

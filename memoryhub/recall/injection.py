@@ -51,6 +51,7 @@ from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory
 from memoryhub.memories.selectors import memory_visible_q
 from memoryhub.recall import instructions
+from memoryhub.recall.conf import recall_config
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.conversation import CHARS_PER_TOKEN
 from memoryhub.sessions.models import AgentSession
@@ -65,7 +66,6 @@ class Profile(StrEnum):
 
 
 DEFAULT_BUDGET_TOKENS = 8_000
-OMP_SUMMARY_TOKEN_LIMIT = 5_000  # oh-my-pi summaryInjectionTokenLimit
 OMP_CHARS_PER_TOKEN = 4
 OMP_LEARNED_MAX = 100  # oh-my-pi keeps at most 100 learned bullets
 RULE_MIN_IMPORTANCE = 2
@@ -358,6 +358,10 @@ def load_instructions(access: ProjectAccess) -> str:
     )
 
 
+def _summary_token_limit(access: ProjectAccess) -> int:
+    return recall_config(access.project.settings).summary_injection_token_limit
+
+
 def _summary_artifact(access: ProjectAccess) -> str:
     artifact = artifacts.artifact_find(project=access.project, path=artifacts.MEMORY_SUMMARY)
     return markup.neutralize(artifact.content.strip()) if artifact is not None else ""
@@ -504,7 +508,8 @@ def _mewcode(access: ProjectAccess, today: date, budget_tokens: int | None) -> P
 
 
 def _omp(access: ProjectAccess, today: date, budget_tokens: int | None) -> Payload:
-    cap = min(OMP_SUMMARY_TOKEN_LIMIT, budget_tokens or OMP_SUMMARY_TOKEN_LIMIT)
+    limit = _summary_token_limit(access)
+    cap = min(limit, budget_tokens or limit)
     summary = truncate_middle(_summary_artifact(access), cap * OMP_CHARS_PER_TOKEN)
     # oh-my-pi: learnedBudget = limit − ceil(len(summaryOut) / 4), at least 0.
     learned_budget = max(0, cap - math.ceil(len(summary) / OMP_CHARS_PER_TOKEN))
@@ -599,7 +604,7 @@ def _default(access: ProjectAccess, today: date, budget_tokens: int | None) -> P
         _bullet,
     )
     summary = truncate_middle(
-        _summary_artifact(access), OMP_SUMMARY_TOKEN_LIMIT * OMP_CHARS_PER_TOKEN
+        _summary_artifact(access), _summary_token_limit(access) * OMP_CHARS_PER_TOKEN
     )
     added = budget.add_document(summary_block, summary) or added
     collector.fill_from(

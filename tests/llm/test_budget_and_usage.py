@@ -130,11 +130,9 @@ def test_it_shows_only_the_last_20_calls(project: Project, alice_client: APIClie
 
 
 def test_it_shows_a_misconfigured_project(project: Project, alice_client: APIClient) -> None:
-    alice_client.patch(
-        "/api/v1/projects/alpha/",
-        {"settings": {"llm": {"timeout_seconds": -1}}},
-        format="json",
-    )
+    # Stored before settings were checked on save: the usage page still explains them.
+    project.settings = {"llm": {"timeout_seconds": -1}}
+    project.save(update_fields=["settings"])
     body = alice_client.get(USAGE).json()
     assert body["state"] == "misconfigured"
     assert "timeout_seconds must be a number of seconds > 0" in body["config_error"]

@@ -17,6 +17,13 @@ from tests.llm.common import OFFLINE_ANSWER, ask, calls
 pytestmark = pytest.mark.django_db
 
 
+def store_llm_settings_unchecked(project: Project, llm_settings: dict[str, Any]) -> None:
+    """Settings saved before they were checked on save (or written to the database by hand):
+    the call-time check must still refuse them."""
+    project.settings = {"llm": llm_settings}
+    project.save(update_fields=["settings"])
+
+
 def set_llm_settings(client: APIClient, project: Project, llm_settings: dict[str, Any]) -> None:
     response = client.patch(
         f"/api/v1/projects/{project.slug}/", {"settings": {"llm": llm_settings}}, format="json"
@@ -121,9 +128,7 @@ def test_it_refuses_a_project_base_url_the_operator_did_not_allow(
     fake_llm: FakeLlm, settings: Any, project: Project, alice_client: APIClient
 ) -> None:
     fake_llm.configure(settings)
-    set_llm_settings(
-        alice_client, project, {"base_url": "http://attacker.example/v1", "model": "m"}
-    )
+    store_llm_settings_unchecked(project, {"base_url": "http://attacker.example/v1", "model": "m"})
 
     with pytest.raises(llm.LlmMisconfigured, match="base_url is not one of the server's"):
         llm.complete(ask(project=project))
@@ -153,7 +158,7 @@ def test_it_rejects_malformed_project_settings(
     message: str,
 ) -> None:
     fake_llm.configure(settings)
-    set_llm_settings(alice_client, project, llm_settings)
+    store_llm_settings_unchecked(project, llm_settings)
 
     with pytest.raises(llm.LlmMisconfigured, match=message):
         llm.complete(ask(project=project))

@@ -225,6 +225,21 @@ def test_omp_caps_summary_and_lessons_at_5000_tokens(alice_client: APIClient) ->
     )
 
 
+def test_summary_injection_token_limit_is_a_recall_setting(alice_client: APIClient) -> None:
+    """recall.summary_injection_token_limit sets the summary's cap in omp and default (issue 9:
+    the pipeline's setting of that name was never read)."""
+    alice_client.put(P + "artifacts/memory_summary.md", {"content": "s" * 3_000}, format="json")
+    assert "s" * 3_000 in payload(alice_client, profile="omp")["text"]
+    assert "s" * 3_000 in payload(alice_client, profile="default")["text"]
+    response = alice_client.patch(
+        P, {"settings": {"recall": {"summary_injection_token_limit": 100}}}, format="json"
+    )
+    assert response.status_code == 200
+    cut = "s" * 240 + "\n\n...[truncated]...\n\n" + "s" * 160
+    assert payload(alice_client, profile="omp")["sections"][1]["text"] == "Memory summary:\n" + cut
+    assert cut in payload(alice_client, profile="default")["text"]
+
+
 def test_meow_profile_is_the_first_turn_long_term_block(
     alice_client: APIClient, bank: dict[str, str], charlies_project: Any
 ) -> None:
