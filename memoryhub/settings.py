@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "memoryhub.sessions",
     "memoryhub.recall",
     "memoryhub.pipeline",
+    "memoryhub.backups",
     "memoryhub.web",
     "memoryhub.integrations.mcp",
 ]

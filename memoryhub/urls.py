@@ -19,6 +19,7 @@ api_v1 = [
     path("", include("memoryhub.sessions.urls")),
     path("", include("memoryhub.llm.urls")),
     path("", include("memoryhub.pipeline.urls")),
+    path("", include("memoryhub.backups.urls")),
 ]
 
 urlpatterns = [

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memoryhub.backups import selectors
+from projects.models import Project
+
+
+class Command(BaseCommand):
+    help = "Write a project's full backup (gzip'd JSON Lines) to FILE; '-' for stdout."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("slug")
+        parser.add_argument("file")
+
+    def handle(self, *args: Any, slug: str, file: str, **options: Any) -> None:
+        project = Project.objects.filter(slug=slug).first()
+        if project is None:
+            raise CommandError(f"No project {slug!r}.")
+        if file == "-":
+            for chunk in selectors.backup_gzip_chunks(project=project):
+                self.stdout.buffer.write(chunk)  # type: ignore[attr-defined]
+            return
+        with Path(file).open("wb") as out:
+            for chunk in selectors.backup_gzip_chunks(project=project):
+                out.write(chunk)
+        self.stderr.write(f"Wrote {file}")

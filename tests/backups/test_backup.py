@@ -1,0 +1,241 @@
+"""Backups: a whole project round-trips losslessly (compared field by field), restores are all
+or nothing, and only owners may take one."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from accounts.actors import Actor
+from accounts.models import User
+from memoryhub.backups import format as fmt
+from memoryhub.backups.selectors import backup_lines
+from memoryhub.memories.artifacts import artifact_put
+from projects.models import Project
+
+P = "/api/v1/projects/alpha/"
+
+
+def ok(response: Any, *codes: int) -> Any:
+    assert response.status_code in (codes or (200, 201)), response.content
+    return response.json() if response.content else None
+
+
+def fill(alice: APIClient, bob: APIClient, project: Project) -> None:
+    """A project with something of every kind a backup must carry."""
+    first = ok(
+        alice.post(
+            P + "memories/",
+            {
+                "kind": "project",
+                "content": "Use pnpm, never npm.",
+                "keywords": ["pnpm", "npm"],
+                "importance": 3,
+            },
+            format="json",
+        )
+    )
+    ok(
+        alice.patch(
+            P + f"memories/{first['id']}/", {"content": "Use pnpm 9, never npm."}, format="json"
+        )
+    )
+    gone = ok(
+        alice.post(
+            P + "memories/", {"kind": "fact", "content": "CI runs on Jenkins."}, format="json"
+        )
+    )
+    ok(
+        alice.post(
+            P + f"memories/{gone['id']}/archive/", {"reason": "moved to GitHub"}, format="json"
+        )
+    )
+    stale = ok(
+        bob.post(P + "memories/", {"kind": "feedback", "content": "Prefer tabs."}, format="json")
+    )  # bob's own, user scope
+    ok(bob.post(P + f"memories/{stale['id']}/stale/", {"reason": "changed my mind"}, format="json"))
+    ok(alice.post(P + "sessions/", {"external_id": "s-1", "title": "Fix the build"}, format="json"))
+    records = [
+        {"type": "user" if i % 2 else "assistant", "content": f"step {i}", "seq": i}
+        for i in range(1, 9)
+    ]
+    ok(alice.post(P + "sessions/s-1/records/", records, format="json"))
+    ok(
+        alice.post(
+            P + "sessions/s-1/compact/", {"context_window": 1000, "mode": "manual"}, format="json"
+        ),
+        200,
+        201,
+    )
+    ok(
+        alice.put(
+            P + "recall-files/project/notes/deploy.md",
+            {
+                "content": "---\nname: deploy\ndescription: how we deploy\ntype: project\n---\n"
+                "\nmake deploy\n",
+                "mtime": "2026-03-01T12:00:00+00:00",
+            },
+            format="json",
+        )
+    )
+    ok(
+        alice.put(
+            P + "instructions/files/.mewcode/MEWCODE.md",
+            {"content": "# Rules\nBe brief."},
+            format="json",
+        )
+    )
+    ok(alice.patch(P, {"settings": {"review_required": True}}, format="json"))
+    artifact_put(
+        project=project,
+        path="MEMORY.md",
+        content="# Memory\n- pnpm",
+        actor=Actor.for_system("test"),
+    )
+
+
+def normalized(project: Project) -> dict[str, Any]:
+    """The project's backup with pks replaced by positions: equal for identical banks."""
+    lines = [json.loads(line) for line in backup_lines(project=project)]
+    header, rows = lines[0], lines[1:-1]
+    positions: dict[str, dict[int, int]] = {}
+    for row in rows:
+        positions.setdefault(row["model"], {})[row["pk"]] = len(positions.get(row["model"], {}))
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        model = fmt.model_of(row["model"])
+        fields = dict(row["fields"])
+        for name, value in fields.items():
+            field = model._meta.get_field(name)
+            target = field.related_model._meta.label if field.related_model else None
+            if target in positions and value is not None and target != "accounts.User":
+                fields[name] = ("ref", positions[target][value])
+        out.setdefault(row["model"], []).append(fields)
+    project_fields = {
+        k: v for k, v in header["project"].items() if k not in {"created_at", "updated_at"}
+    }
+    return {"project": project_fields, "rows": out, "counts": lines[-1]["rows"]}
+
+
+def download(client: APIClient) -> bytes:
+    response = client.get(P + "backup/")
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == "application/gzip"
+    return b"".join(response.streaming_content)  # type: ignore[attr-defined]
+
+
+def restore(client: APIClient, data: bytes, slug: str) -> Any:
+    upload = io.BytesIO(data)
+    upload.name = "backup.jsonl.gz"
+    return client.post(
+        "/api/v1/backups/restore/", {"backup": upload, "slug": slug}, format="multipart"
+    )
+
+
+def test_a_lost_project_comes_back_identical(
+    alice_client: APIClient, bob_client: APIClient, project: Project, alice: User
+) -> None:
+    fill(alice_client, bob_client, project)
+    project.refresh_from_db()
+    before = normalized(project)
+    assert before["counts"]["memories.Memory"] == 3
+    assert before["counts"]["agent_sessions.SessionRecord"] >= 8
+    assert all(
+        before["counts"][label] > 0
+        for label in (
+            "memories.MemoryEvent",
+            "memories.MemoryTerm",
+            "memories.BankArtifact",
+            "recall.RecallFile",
+            "recall.InstructionFile",
+            "core.AuditEvent",
+        )
+    )
+    data = download(alice_client)
+    Project.objects.filter(pk=project.pk).delete()  # the loss
+
+    result = ok(restore(alice_client, data, "alpha"), 201)
+    assert result["rows"] == before["counts"]
+    after = normalized(Project.objects.get(slug="alpha"))
+
+    assert after["project"] == before["project"]
+    assert after["counts"]["core.AuditEvent"] == before["counts"]["core.AuditEvent"] + 2
+    # The restore adds "project.created" before and "project.restored" after the old events.
+    assert after["rows"].pop("core.AuditEvent")[1:-1] == before["rows"].pop("core.AuditEvent")
+    owner_row = [m for m in after["rows"]["projects.ProjectMembership"] if m["user"] == "alice"]
+    for rows in (after["rows"], before["rows"]):
+        for m in rows["projects.ProjectMembership"]:
+            if m["user"] == "alice":
+                m.pop("created_at")  # the restoring owner's membership is made anew
+    assert owner_row
+    for label in before["rows"]:
+        assert after["rows"][label] == before["rows"][label], label
+    # Same public ids: the old URLs answer again, with the edit and the history intact.
+    memories = ok(alice_client.get(P + "memories/?status=all"))["results"]
+    edited = next(m for m in memories if "pnpm 9" in m["content"])
+    history = ok(alice_client.get(P + f"memories/{edited['id']}/history/"))["results"]
+    assert [e["verb"] for e in history][:2] == ["created", "updated"]
+    hits = ok(alice_client.get(P + "memories/search/?q=pnpm"))["results"]
+    assert hits[0]["id"] == edited["id"]
+
+
+def test_a_copy_beside_the_original_gets_new_ids(
+    alice_client: APIClient, bob_client: APIClient, project: Project
+) -> None:
+    fill(alice_client, bob_client, project)
+    ok(restore(alice_client, download(alice_client), "alpha-copy"), 201)
+    copy = Project.objects.get(slug="alpha-copy")
+    original_ids = set(project.memories.values_list("public_id", flat=True))
+    copy_ids = set(copy.memories.values_list("public_id", flat=True))
+    assert len(copy_ids) == 3 and not original_ids & copy_ids
+    hits = ok(alice_client.get("/api/v1/projects/alpha-copy/memories/search/?q=pnpm"))["results"]
+    assert [h["id"] for h in hits] == [str(copy.memories.get(content__contains="pnpm").public_id)]
+
+
+def test_a_truncated_or_foreign_file_writes_nothing(
+    alice_client: APIClient, bob_client: APIClient, project: Project
+) -> None:
+    fill(alice_client, bob_client, project)
+    data = gzip.decompress(download(alice_client))
+    lines = data.splitlines(keepends=True)
+    truncated = gzip.compress(b"".join(lines[:-3]))
+    refused = restore(alice_client, truncated, "alpha-cut")
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == "backup_invalid"
+    assert not Project.objects.filter(slug="alpha-cut").exists()
+    foreign = restore(alice_client, gzip.compress(b'{"format": "other"}\n'), "alpha-x")
+    assert foreign.status_code == 400
+    assert restore(alice_client, b"not gzip at all", "alpha-y").status_code == 400
+    assert not Project.objects.filter(slug__in=["alpha-x", "alpha-y"]).exists()
+    # A slug that is taken is a conflict, and nothing else is written either.
+    assert restore(alice_client, gzip.compress(data), "alpha").status_code == 409
+
+
+def test_only_owners_take_backups(
+    bob_client: APIClient, charlie_client: APIClient, project: Project
+) -> None:
+    assert bob_client.get(P + "backup/").status_code == 403
+    assert charlie_client.get(P + "backup/").status_code == 404
+
+
+def test_commands_round_trip(
+    alice_client: APIClient,
+    bob_client: APIClient,
+    project: Project,
+    alice: User,
+    tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fill(alice_client, bob_client, project)
+    target = tmp_path / "alpha.jsonl.gz"
+    call_command("bank_export", "alpha", str(target))
+    call_command("bank_import", str(target), "--as", "alpha-2", "--owner", "alice")
+    assert "Restored alpha-2" in capsys.readouterr().out
+    copy = Project.objects.get(slug="alpha-2")
+    assert normalized(copy)["counts"]["memories.Memory"] == 3
