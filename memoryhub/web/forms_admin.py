@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from django import forms
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from memoryhub.memories.kinds import Scope
@@ -169,17 +170,6 @@ class ReviewSettingsForm(forms.Form):
         return bool(self.cleaned_data["review_required"])
 
 
-class RecallSettingsForm(forms.Form):
-    """The three ranking knobs as numbers; bounds are checked by recall's own validator."""
-
-    search_k1 = forms.FloatField(label="BM25 k1", required=False)
-    search_b = forms.FloatField(label="BM25 b", required=False)
-    search_decay = forms.FloatField(label=_("Recency decay strength"), required=False)
-
-    def section_value(self) -> dict[str, float]:
-        return {k: v for k, v in self.cleaned_data.items() if v is not None}
-
-
 def section_form_class(config_cls: type, defaults: Any) -> type[forms.Form]:
     """A form with one optional field per knob of a settings dataclass (an empty field keeps
     the default). Types and bounds are checked by the section's own validator, the one the API
@@ -188,9 +178,8 @@ def section_form_class(config_cls: type, defaults: Any) -> type[forms.Form]:
     for f in dataclasses.fields(config_cls):
         default = getattr(defaults, f.name)
         label = f.name.replace("_", " ")
-        help_text = _("default: %(value)s") % {
-            "value": ", ".join(default) if isinstance(default, tuple) else default
-        }
+        shown = ", ".join(default) if isinstance(default, tuple) else str(default)
+        help_text = format_lazy("{} {}", _("default:"), shown)
         if isinstance(default, bool):
             fields[f.name] = forms.TypedChoiceField(
                 label=label,
@@ -206,7 +195,9 @@ def section_form_class(config_cls: type, defaults: Any) -> type[forms.Form]:
             fields[f.name] = forms.FloatField(label=label, required=False, help_text=help_text)
         else:  # a tuple of strings, e.g. dream_suppress_windows
             fields[f.name] = forms.CharField(
-                label=label, required=False, help_text=_("comma-separated; ") + help_text
+                label=label,
+                required=False,
+                help_text=format_lazy("{}{}", _("comma-separated; "), help_text),
             )
 
     def section_value(self: forms.Form) -> dict[str, Any]:

@@ -13,11 +13,13 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
+from memoryhub.memories.models import Memory
 from memoryhub.memories.selectors import memory_visible
 from memoryhub.pipeline import dispatch, tasks
 from memoryhub.pipeline import selectors as pipeline_selectors
@@ -197,6 +199,17 @@ def build_items(records: list[SessionRecord], results: dict[str, SessionRecord])
     return items
 
 
+def _memory_url(access: ProjectAccess, memory: Memory) -> str | None:
+    """The memory's page in the memory browser (the other half of the dashboard), if it is
+    there."""
+    try:
+        return reverse(
+            "web:memory", kwargs={"slug": access.project.slug, "memory_id": memory.public_id}
+        )
+    except NoReverseMatch:
+        return None
+
+
 @project_view()
 def session_detail(request: HttpRequest, access: ProjectAccess, ref: str) -> HttpResponse:
     session = selectors.session_get(access=access, ref=ref)
@@ -226,11 +239,12 @@ def session_detail(request: HttpRequest, access: ProjectAccess, ref: str) -> Htt
         if call_ids
         else {}
     )
-    extracted = list(
-        memory_visible(access=access)
+    extracted = [
+        (memory, _memory_url(access, memory))
+        for memory in memory_visible(access=access)
         .filter(source_session=session.external_id)
         .order_by("source_record_start", "pk")[:EXTRACTED_LIMIT]
-    )
+    ]
     job = pipeline_selectors.stage1_jobs(
         project=access.project, session_ids=[str(session.public_id)]
     )

@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from memoryhub.core.exceptions import ApplicationError
@@ -36,11 +37,11 @@ SECTIONS: dict[str, type[django_forms.Form]] = {
     "llm": forms.LlmSettingsForm,
 }
 TITLES = {
-    "review_required": _("Review"),
-    "recall": _("Recall ranking"),
-    "sessions": _("Sessions"),
-    "pipeline": _("Pipeline"),
-    "llm": _("LLM"),
+    "review_required": gettext_lazy("Review"),
+    "recall": gettext_lazy("Recall ranking"),
+    "sessions": gettext_lazy("Sessions"),
+    "pipeline": gettext_lazy("Pipeline"),
+    "llm": gettext_lazy("LLM"),
 }
 
 
