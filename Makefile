@@ -21,7 +21,7 @@ FIND_PYTHON = for c in $(PYTHON_CANDIDATES); do \
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	@if [ ! -x $(PY) ]; then \
 	  base=$$($(FIND_PYTHON)) || { echo "error: MemoryHub needs Python >= 3.12 (Django 6)." \
 	    "None found among: $(PYTHON_CANDIDATES). Install one or pass PYTHON=/path/to/python3.12." >&2; exit 1; }; \
@@ -30,6 +30,7 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ./clients/python
 	@touch $@
 
 run: install

@@ -446,3 +446,76 @@ class SessionImportApi(APIView):
                 details={"transcript": [str(exc)], "line": exc.line},
             ) from None
         return Response(SessionOutputSerializer(session).data, status=status.HTTP_201_CREATED)
+
+
+class SessionTranscriptPushApi(APIView):
+    # The body is read as raw lines (blank ones count for line numbers); the parser only
+    # declares the media type.
+    parser_classes = [NdjsonParser]
+
+    class TranscriptPushInput(serializers.Serializer):
+        first_line = serializers.IntegerField(
+            min_value=1, help_text="The file's line number (1-based) of the first line sent."
+        )
+        final = serializers.BooleanField(
+            default=False, help_text="The file is complete: hold nothing back."
+        )
+        format = serializers.ChoiceField(choices=["mewcode", "claude_code"], required=False)
+
+    @extend_schema(
+        operation_id="sessions_transcript_push",
+        parameters=[TranscriptPushInput],
+        request={"application/x-ndjson": OpenApiTypes.STR},
+        responses={
+            201: inline_serializer(
+                "TranscriptPushResult",
+                {
+                    "created": serializers.IntegerField(),
+                    "skipped": serializers.IntegerField(),
+                    "next_line": serializers.IntegerField(),
+                    "held_back": serializers.BooleanField(),
+                    "format": serializers.CharField(),
+                    "session": SessionOutputSerializer(),
+                },
+            )
+        },
+    )
+    def post(self, request: Request, slug: str, ref: str) -> Response:
+        """Append the next lines of the agent's own transcript file (Claude Code or MewCode
+        .jsonl), from the line the session says it continues at (`next_line` in its metadata
+        "transcript"): earlier lines are ignored, so retries are safe; a gap answers 409."""
+        from memoryhub.sessions.importers import TranscriptFormatError
+
+        access = _access(request, slug, Role.MEMBER)
+        session = selectors.session_get(access=access, ref=ref, write=True)
+        params = self.TranscriptPushInput(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        if not request.content_type.startswith(("application/x-ndjson", "application/jsonl")):
+            raise serializers.ValidationError({"transcript": ["Send application/x-ndjson."]})
+        lines = list(iter(request.stream.readline, b"")) if request.stream else []
+        try:
+            result = services.transcript_push(
+                session=session,
+                actor=access.actor,
+                lines=lines,
+                first_line=params.validated_data["first_line"],
+                final=params.validated_data["final"],
+                transcript_format=params.validated_data.get("format"),
+            )
+        except TranscriptFormatError as exc:
+            raise InvalidTranscript(
+                f"The transcript was not appended: {exc}",
+                details={"transcript": [str(exc)], "line": exc.line},
+            ) from None
+        session.refresh_from_db()
+        return Response(
+            {
+                "created": result.created,
+                "skipped": result.skipped,
+                "next_line": result.next_line,
+                "held_back": result.held_back,
+                "format": result.format,
+                "session": SessionOutputSerializer(session).data,
+            },
+            status=status.HTTP_201_CREATED,
+        )

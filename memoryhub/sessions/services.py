@@ -7,7 +7,7 @@ import itertools
 import json
 import secrets
 import string
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -545,3 +545,121 @@ def _append_boundary(
         after={"boundary_index": boundary.index, "tokens_before": tokens_before},
     )
     return boundary
+
+
+# --- Incremental transcript push (hook-based agents) ----------------------------------------
+
+# seq of a pushed record: its first line × stride + its place among the records of that line
+# (a Claude Code user line yields one record per tool result plus one for the text).
+TRANSCRIPT_SEQ_STRIDE = 1000
+
+
+@dataclass
+class TranscriptPushResult:
+    created: int
+    skipped: int
+    next_line: int
+    held_back: bool
+    format: str
+
+
+class _Exhausted:
+    """Wraps the lines; `done` turns true once the parser has read the last one, so records
+    yielded after that come from the parser's finish() (the pending, maybe unfinished one)."""
+
+    def __init__(self, lines: Sequence[bytes]) -> None:
+        self.lines = lines
+        self.done = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.lines
+        self.done = True
+
+
+@transaction.atomic
+def transcript_push(
+    *,
+    session: AgentSession,
+    actor: Actor,
+    lines: Sequence[bytes],
+    first_line: int,
+    final: bool,
+    transcript_format: str | None = None,
+) -> TranscriptPushResult:
+    """Append the records of lines `first_line`… (1-based) of the agent's own transcript file
+    (Claude Code or MewCode .jsonl), parsed as the importer does.
+
+    The session remembers where the next push starts (metadata["transcript"]["next_line"]):
+    lines before it were read already and are ignored, so a retried push adds nothing; a push
+    that starts past it would leave a gap and is refused (409, details.next_line). Unless
+    `final`, the last record is held back (next_line stays on its first line) when its lines
+    may still continue — Claude Code streams one assistant message over several lines, and a
+    compact boundary waits for its summary line. Records carry seq = line × 1000 + ordinal, so
+    records_append's seq check is a second guard against duplicates.
+    """
+    # The row lock serialises pushes of one session (a Stop hook racing a SessionEnd hook).
+    session = AgentSession.objects.select_for_update().get(pk=session.pk)
+    state = dict(session.metadata.get("transcript") or {})
+    next_line = int(state.get("next_line", 1))
+    if first_line > next_line:
+        raise Conflict(
+            f"The transcript continues at line {next_line}; this push starts at {first_line}.",
+            details={"next_line": next_line},
+        )
+    fresh = lines[next_line - first_line :]
+    fmt = state.get("format") or transcript_format
+    if not fresh or not any(line.strip() for line in fresh):
+        return TranscriptPushResult(0, 0, next_line, False, fmt or "")
+    try:
+        fmt = fmt or importers.detect_format(list(fresh[: importers.DETECT_MAX_LINES]))
+        records, held_back = _transcript_records(fresh, fmt, next_line, final)
+    except importers.TranscriptFormatError as exc:  # its line numbers count from this push
+        line = exc.line + next_line - 1 if exc.line else 0
+        raise importers.TranscriptFormatError(line, exc.reason) from None
+    result = records_append(session=session, actor=actor, records=records) if records else None
+    session.refresh_from_db()
+    new_next = held_back.metadata["line"] if held_back else next_line + len(fresh)
+    session.metadata = session.metadata | {"transcript": {"format": fmt, "next_line": new_next}}
+    update = ["metadata"]
+    if session.source == AgentSession.Source.API and state.get("next_line") is None:
+        # A session an agent's hook created: say which agent's transcript it holds.
+        session.source = (
+            AgentSession.Source.CLAUDE_CODE
+            if fmt == importers.CLAUDE_CODE
+            else AgentSession.Source.MEWCODE
+        )
+        update.append("source")
+    session.save(update_fields=update)
+    return TranscriptPushResult(
+        created=len(result.created) if result else 0,
+        skipped=result.skipped if result else 0,
+        next_line=new_next,
+        held_back=held_back is not None,
+        format=fmt,
+    )
+
+
+def _transcript_records(
+    lines: Sequence[bytes], fmt: str, first_line: int, final: bool
+) -> tuple[list[RecordInput], RecordInput | None]:
+    """The records of `lines` (the first is line `first_line`) with absolute line numbers and
+    seq; the last one apart when it came from the parser's finish() and this push is not final."""
+    source = _Exhausted(lines)
+    records: list[RecordInput] = []
+    ordinals: dict[int, int] = {}
+    held_back: RecordInput | None = None
+    for record in importers.parse_transcript(source, format=fmt):
+        line = record.metadata["line"] + first_line - 1
+        record.metadata["line"] = line
+        if "summary_line" in record.metadata:
+            record.metadata["summary_line"] += first_line - 1
+        ordinal = ordinals.get(line, 0)
+        ordinals[line] = ordinal + 1
+        if ordinal >= TRANSCRIPT_SEQ_STRIDE:
+            raise ValidationError({"transcript": f"line {line} holds too many records"})
+        record.seq = line * TRANSCRIPT_SEQ_STRIDE + ordinal
+        if source.done and not final:
+            held_back = record
+            continue
+        records.append(record)
+    return records, held_back

@@ -14,6 +14,7 @@ urlpatterns = [
     path(R + "compaction/", api.SessionCompactionAdviceApi.as_view(), name="session-compaction"),
     path(R + "compact/", api.SessionCompactApi.as_view(), name="session-compact"),
     path(R + "end/", api.SessionEndApi.as_view(), name="session-end"),
+    path(R + "transcript/", api.SessionTranscriptPushApi.as_view(), name="session-transcript"),
     path(
         R + "tool-results/<str:tool_use_id>/",
         api.ToolResultArtifactApi.as_view(),

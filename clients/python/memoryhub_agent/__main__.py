@@ -1,0 +1,5 @@
+import sys
+
+from memoryhub_agent.cli import main
+
+sys.exit(main())
