@@ -64,6 +64,8 @@ PROJECT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("get", SS + "/compaction/?context_window=100000", None),
     ("post", SS + "/compact/", {"context_window": 100000}),
     ("post", SS + "/end/", None),
+    ("post", SS + "/transcript/?first_line=1", {"type": "summary", "summary": "x"}),
+    ("post", SS + "/extract/", None),
     ("get", SS + "/tool-results/big/", None),
     ("get", P + "/injection/", None),
     ("get", P + "/injection/?profile=mewcode&format=text&session_id=s1", None),
@@ -237,12 +239,14 @@ def test_read_only_token_reads_but_never_writes(
 
 # Appended records are their own append-only log (each names its session and position); the
 # import needs a file upload and compaction a long session: both are audited in tests/sessions.
+# A transcript push appends records too; extraction needs an ended session (tests/agent_cli).
 WRITE_ENDPOINTS = [
     e
     for e in ALL_ENDPOINTS
     if e[0] != "get"
     and e[1] not in POST_READS
-    and not e[1].endswith(("/records/", "/import/", "/compact/"))
+    and not e[1].split("?")[0].endswith(("/records/", "/import/", "/compact/", "/transcript/"))
+    and not e[1].endswith("/extract/")
 ]
 
 

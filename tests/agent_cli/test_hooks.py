@@ -168,9 +168,7 @@ def test_pre_compact_pushes_and_records_a_boundary(
     assert "compacted=True" in alice_agent.log_text()
 
 
-def test_end_pushes_the_rest_and_ends_the_session(
-    alice_agent: Agent, tmp_path: Path
-) -> None:
+def test_end_pushes_the_rest_and_ends_the_session(alice_agent: Agent, tmp_path: Path) -> None:
     transcript = ClaudeCodeTranscript(tmp_path / f"{SID}.jsonl", SID)
     transcript.user("Add a dry-run flag.")
     transcript.say("Done.")  # the last message: a non-final push would hold it back

@@ -298,7 +298,7 @@ def run_hook(args: argparse.Namespace) -> int:
     output = ""
     try:
         hook = read_hook_input(args)
-        label = f"{args.command} session={hook.session_id or '-'}"
+        label = watchdog.label = f"{args.command} session={hook.session_id or '-'}"
         output = HOOKS[args.command](Hub(settings, started + settings.timeout), hook)
         if output and getattr(args, "json", False):
             output = json.dumps(

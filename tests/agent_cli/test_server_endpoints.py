@@ -1,0 +1,107 @@
+"""The two endpoints the CLI added: a transcript push by line, and extraction on request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.test import APIClient
+
+from memoryhub.core.models import AuditEvent
+from memoryhub.pipeline.models import Job
+from memoryhub.sessions.models import AgentSession, SessionRecord
+from projects.models import Project
+from tests.agent_cli.conftest import FIXTURES
+
+S = "/api/v1/projects/alpha/sessions/"
+NDJSON = "application/x-ndjson"
+CLAUDE = (FIXTURES / "claude_code_session.jsonl").read_bytes().splitlines(keepends=True)
+MEWCODE = (FIXTURES / "session_20260314_101502_k3p9.jsonl").read_bytes().splitlines(keepends=True)
+
+
+def push(client: APIClient, ref: str, lines: list[bytes], first_line: int, **params: str) -> Any:
+    query = "&".join([f"first_line={first_line}", *(f"{k}={v}" for k, v in params.items())])
+    return client.post(f"{S}{ref}/transcript/?{query}", b"".join(lines), content_type=NDJSON)
+
+
+def test_a_malformed_line_is_reported_with_its_line_in_the_file(alice_client: APIClient) -> None:
+    alice_client.post(S, {"external_id": "cc"}, format="json")
+    assert push(alice_client, "cc", CLAUDE[:4], 1).status_code == 201
+    bad = [CLAUDE[4], b'{"type": "user", "message": \n', CLAUDE[6]]
+
+    response = push(alice_client, "cc", bad, 5)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["details"]["line"] == 6
+    assert "line 6: not valid JSON" in response.json()["error"]["message"]
+    # Nothing of the refused push was kept, and the session still continues at line 5.
+    assert SessionRecord.objects.filter(session__external_id="cc").count() == 1
+    assert AgentSession.objects.get(external_id="cc").metadata["transcript"]["next_line"] == 5
+
+
+def test_a_mewcode_transcript_is_pushed_in_pieces(alice_client: APIClient) -> None:
+    alice_client.post(S, {"external_id": "mew"}, format="json")
+    first = push(alice_client, "mew", MEWCODE[:3], 1)
+    rest = push(alice_client, "mew", MEWCODE[2:], 3)  # overlaps line 3: it is skipped
+
+    assert first.status_code == rest.status_code == 201, rest.content
+    assert first.json()["held_back"] is False  # every MewCode line is a whole record
+    rows = list(SessionRecord.objects.filter(session__external_id="mew").order_by("index"))
+    assert [r.seq for r in rows] == [n * 1000 for n in range(1, len(MEWCODE) + 1)]
+    assert [r.metadata["line"] for r in rows] == list(range(1, len(MEWCODE) + 1))
+    assert AgentSession.objects.get(external_id="mew").source == "mewcode"
+
+
+def test_only_the_author_or_a_maintainer_pushes(
+    alice_client: APIClient, bob_client: APIClient
+) -> None:
+    alice_client.post(S, {"external_id": "cc"}, format="json")
+    response = push(bob_client, "cc", CLAUDE, 1)
+    assert response.status_code == 403
+    assert SessionRecord.objects.count() == 0
+
+
+def test_a_push_needs_ndjson(alice_client: APIClient) -> None:
+    alice_client.post(S, {"external_id": "cc"}, format="json")
+    response = alice_client.post(f"{S}cc/transcript/?first_line=1", {"type": "user"}, format="json")
+    assert response.status_code == 400
+    assert "application/x-ndjson" in str(response.json()["error"]["details"])
+
+
+def ended_session(client: APIClient, ref: str) -> None:
+    client.post(S, {"external_id": ref}, format="json")
+    client.post(f"{S}{ref}/records/", [{"type": "user", "content": "hi", "seq": 1}], format="json")
+    assert client.post(f"{S}{ref}/end/").status_code == 200
+
+
+def test_extract_queues_the_stage_1_job_of_an_ended_session(
+    alice_client: APIClient, project: Project
+) -> None:
+    ended_session(alice_client, "done")
+
+    response = alice_client.post(f"{S}done/extract/")
+
+    assert response.status_code == 202, response.content
+    assert response.json()["queued"] is True
+    job = Job.objects.get(kind="stage1", project=project)
+    assert (job.input_watermark, job.success_watermark) == (1, 0)
+    assert response.json()["job"]["id"] == job.pk
+    assert AuditEvent.objects.filter(verb="session.extraction_requested").count() == 1
+
+
+def test_extract_refuses_a_live_session_and_other_peoples_sessions(
+    alice_client: APIClient, bob_client: APIClient
+) -> None:
+    alice_client.post(S, {"external_id": "live"}, format="json")
+    live = alice_client.post(f"{S}live/extract/")
+    assert live.status_code == 409
+    ended_session(alice_client, "done")
+    assert bob_client.post(f"{S}done/extract/").status_code == 403
+    assert Job.objects.count() == 0
+
+
+def test_extract_with_nothing_new_queues_nothing(alice_client: APIClient) -> None:
+    alice_client.post(S, {"external_id": "empty"}, format="json")
+    alice_client.post(f"{S}empty/end/")
+    response = alice_client.post(f"{S}empty/extract/")
+    assert response.status_code == 202
+    assert response.json() == {"queued": False, "job": None}
