@@ -27,8 +27,11 @@ HANG_SECONDS = 60
 
 
 def cli_command() -> list[str]:
-    """The console script `make install` puts next to the interpreter."""
-    script = Path(sys.executable).parent / "memoryhub-agent"
+    """The console script `make install` puts next to the interpreter, or another install
+    (MEMORYHUB_AGENT_CLI=/path/to/venv-py3.9/bin/memoryhub-agent checks an older Python)."""
+    script = Path(
+        os.environ.get("MEMORYHUB_AGENT_CLI") or Path(sys.executable).parent / "memoryhub-agent"
+    )
     assert script.exists(), "memoryhub-agent is not installed: run `make install`"
     return [str(script)]
 
