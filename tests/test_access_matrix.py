@@ -239,14 +239,13 @@ def test_read_only_token_reads_but_never_writes(
 
 # Appended records are their own append-only log (each names its session and position); the
 # import needs a file upload and compaction a long session: both are audited in tests/sessions.
-# A transcript push appends records too; extraction needs an ended session (tests/agent_cli).
+# A transcript push appends records too (tests/agent_cli).
 WRITE_ENDPOINTS = [
     e
     for e in ALL_ENDPOINTS
     if e[0] != "get"
     and e[1] not in POST_READS
     and not e[1].split("?")[0].endswith(("/records/", "/import/", "/compact/", "/transcript/"))
-    and not e[1].endswith("/extract/")
 ]
 
 

@@ -179,7 +179,7 @@ def test_end_pushes_the_rest_and_ends_the_session(alice_agent: Agent, tmp_path: 
     assert result.returncode == 0 and result.stdout == ""
     assert [r.type for r in records(SID)] == ["user", "assistant"]
     assert AgentSession.objects.get(external_id=SID).status == "ended"
-    assert "extraction_queued=True" in alice_agent.log_text()
+    assert "extraction queued (job " in alice_agent.log_text()
 
 
 def test_flags_stand_in_for_stdin_for_other_agents(

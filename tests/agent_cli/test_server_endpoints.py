@@ -1,4 +1,4 @@
-"""The two endpoints the CLI added: a transcript push by line, and extraction on request."""
+"""The endpoint the CLI added: a transcript pushed by line, as the agent writes it."""
 
 from __future__ import annotations
 
@@ -6,10 +6,7 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
-from memoryhub.core.models import AuditEvent
-from memoryhub.pipeline.models import Job
 from memoryhub.sessions.models import AgentSession, SessionRecord
-from projects.models import Project
 from tests.agent_cli.conftest import FIXTURES
 
 S = "/api/v1/projects/alpha/sessions/"
@@ -65,43 +62,3 @@ def test_a_push_needs_ndjson(alice_client: APIClient) -> None:
     response = alice_client.post(f"{S}cc/transcript/?first_line=1", {"type": "user"}, format="json")
     assert response.status_code == 400
     assert "application/x-ndjson" in str(response.json()["error"]["details"])
-
-
-def ended_session(client: APIClient, ref: str) -> None:
-    client.post(S, {"external_id": ref}, format="json")
-    client.post(f"{S}{ref}/records/", [{"type": "user", "content": "hi", "seq": 1}], format="json")
-    assert client.post(f"{S}{ref}/end/").status_code == 200
-
-
-def test_extract_queues_the_stage_1_job_of_an_ended_session(
-    alice_client: APIClient, project: Project
-) -> None:
-    ended_session(alice_client, "done")
-
-    response = alice_client.post(f"{S}done/extract/")
-
-    assert response.status_code == 202, response.content
-    assert response.json()["queued"] is True
-    job = Job.objects.get(kind="stage1", project=project)
-    assert (job.input_watermark, job.success_watermark) == (1, 0)
-    assert response.json()["job"]["id"] == job.pk
-    assert AuditEvent.objects.filter(verb="session.extraction_requested").count() == 1
-
-
-def test_extract_refuses_a_live_session_and_other_peoples_sessions(
-    alice_client: APIClient, bob_client: APIClient
-) -> None:
-    alice_client.post(S, {"external_id": "live"}, format="json")
-    live = alice_client.post(f"{S}live/extract/")
-    assert live.status_code == 409
-    ended_session(alice_client, "done")
-    assert bob_client.post(f"{S}done/extract/").status_code == 403
-    assert Job.objects.count() == 0
-
-
-def test_extract_with_nothing_new_queues_nothing(alice_client: APIClient) -> None:
-    alice_client.post(S, {"external_id": "empty"}, format="json")
-    alice_client.post(f"{S}empty/end/")
-    response = alice_client.post(f"{S}empty/extract/")
-    assert response.status_code == 202
-    assert response.json() == {"queued": False, "job": None}

@@ -182,8 +182,15 @@ class Hub:
     def end(self, hook: HookInput) -> None:
         self.client.request("POST", self._sessions(hook) + "/end/")
 
-    def extract(self, hook: HookInput) -> dict[str, Any]:
-        return dict(self.client.request("POST", self._sessions(hook) + "/extract/"))
+    def extract(self, hook: HookInput) -> str:
+        """Queue the session's extraction now; what the server said."""
+        try:
+            job = self.client.request("POST", self._sessions(hook) + "/extract/")
+        except HttpError as exc:
+            if exc.status != 400:  # 400: nothing past the last extraction
+                raise
+            return f"not queued ({exc})"
+        return f"queued (job {job.get('id')})"
 
 
 def _quote(value: str) -> str:
@@ -239,10 +246,10 @@ def hook_end(hub: Hub, hook: HookInput) -> str:
     """The rest of the transcript, the session marked ended, and its extraction queued."""
     created = hub.push(hook, hub.session(hook), final=True)
     hub.end(hook)
-    queued = hub.extract(hook).get("queued")
+    extraction = hub.extract(hook)
     config.log(
         f"end session={hook.session_id} reason={hook.reason or '-'} records={created} "
-        f"extraction_queued={queued}"
+        f"extraction {extraction}"
     )
     return ""
 
