@@ -111,7 +111,10 @@ def test_a_server_that_never_answers_times_out_silently(
     result = agent.run(command, payload=hook_input(event, SID, transcript, **fields))
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-    assert "timed out" in agent.log_text()
+    log = agent.log_text()
+    # The socket timeout (the budget left) normally ends it; on a loaded machine the
+    # watchdog (the budget + 0.25 s) may come first. Either way the budget did.
+    assert "timed out" in log or f"{command} session={SID}: gave up after 1.25 s" in log, log
 
 
 def test_a_server_that_trickles_is_cut_off_by_the_budget(
