@@ -142,6 +142,13 @@ if DATABASE_URL:
         "django.db.backends.sqlite3",
     }:
         raise ImproperlyConfigured("DATABASE_URL must be postgres://… or sqlite:///…")
+    if _db["ENGINE"] == "django.db.backends.postgresql":
+        # Fail fast while the server is down or restarting (requests answer 503), and check a
+        # reused connection before each request so a restart heals without restarting us.
+        _db.setdefault("OPTIONS", {})["connect_timeout"] = env_int(
+            "DATABASE_CONNECT_TIMEOUT", 5, minimum=1
+        )
+        _db["CONN_HEALTH_CHECKS"] = True
 else:
     _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "memoryhub.sqlite3")}
 if _db["ENGINE"] == "django.db.backends.sqlite3":

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache, caches
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from accounts.actors import Actor
@@ -19,6 +21,13 @@ from projects.services import membership_add, project_create
 from tests.factories import UserFactory
 
 pytest_plugins = ["tests.fake_llm", "tests.worker"]
+
+# Property tests judge behaviour, never speed: on a busy 2-core machine input generation and
+# examples can be slow, which must not fail a test (hypothesis' deadline and too_slow check).
+hypothesis_settings.register_profile(
+    "memoryhub", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("memoryhub")
 
 
 @pytest.fixture(autouse=True)

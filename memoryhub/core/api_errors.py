@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DataError
+from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -45,7 +45,22 @@ def _django_validation_details(exc: DjangoValidationError) -> dict[str, Any]:
     return {"non_field_errors": [str(m) for m in exc.messages]}
 
 
+DATABASE_RETRY_AFTER_SECONDS = 5
+
+
+def database_unavailable_body() -> dict[str, Any]:
+    return error_body("database_unavailable", "The database is unavailable; retry shortly.")
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, OperationalError | InterfaceError):
+        # Down, restarting or refusing connections: a retryable 503, not a 500.
+        logger.warning("Database unavailable: %s", exc)
+        return Response(
+            database_unavailable_body(),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+        )
     if isinstance(exc, ApplicationError):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
     if isinstance(exc, DjangoValidationError):

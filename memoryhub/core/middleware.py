@@ -7,9 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from memoryhub.core.api_errors import error_response
+from memoryhub.core.api_errors import (
+    DATABASE_RETRY_AFTER_SECONDS,
+    database_unavailable_body,
+    error_response,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -66,5 +71,9 @@ class ApiExceptionMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
             return None
+        if isinstance(exception, OperationalError | InterfaceError):
+            response = JsonResponse(database_unavailable_body(), status=503)
+            response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+            return response
         logger.exception("Unhandled error on %s %s", request.method, request.path)
         return error_response(500, "server_error", "Internal server error.")

@@ -34,6 +34,7 @@ ALWAYS = {
     "403": "The role or token may not do this.",
     "404": "No such resource, or not visible to the caller.",
     "429": "Too many requests; retry after the Retry-After header.",
+    "503": "The database is unavailable (restarting); retry after the Retry-After header.",
 }
 WITH_BODY = {
     "409": "Conflicts with the current state.",

@@ -1,0 +1,131 @@
+"""Real processes for fault tests: a TCP proxy that can cut a connection like a restarting
+server, and gunicorn serving the test database."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class CuttableProxy:
+    """Forwards 127.0.0.1:port to target. `cut()` closes the listener and resets every open
+    connection (what clients see when the server behind restarts); `restore()` listens again."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.port = free_port()
+        self.listener: socket.socket | None = None
+        self.conns: set[socket.socket] = set()
+        self.lock = threading.Lock()
+
+    def restore(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        if self.listener is not None:
+            with contextlib.suppress(OSError):
+                self.listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
+            self.listener.close()
+            self.listener = None
+        with self.lock:
+            for conn in self.conns:
+                with contextlib.suppress(OSError):
+                    # shutdown wakes the forwarding threads blocked in recv(); close alone won't.
+                    conn.shutdown(socket.SHUT_RDWR)
+                with contextlib.suppress(OSError):
+                    conn.close()
+            self.conns.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # cut
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self.lock:
+                self.conns |= {client, upstream}
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.close()
+
+
+@contextlib.contextmanager
+def gunicorn(env: dict[str, str], workers: int = 1) -> Iterator[str]:
+    """gunicorn memoryhub.wsgi on a free port with `env`; yields its base URL."""
+    port = free_port()
+    proc = subprocess.Popen(  # noqa: S603 — fixed argv
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "memoryhub.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--no-control-socket",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(base + "/healthz", timeout=5)
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("gunicorn did not start") from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
