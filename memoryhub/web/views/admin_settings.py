@@ -1,8 +1,7 @@
 """Per-project settings (maintainers): review_required and the recall, sessions, pipeline and
 llm sections as forms. Saving goes through projects.services.project_update — the service
 of PATCH /api/v1/projects/{slug}/ — so the same section validators refuse the same values,
-and the same audit event is written. The llm section is also checked with llm's own reader
-(the API stores it and reports a bad one later, on the bank page: here the form says so)."""
+and the same audit event is written."""
 
 from __future__ import annotations
 
@@ -17,8 +16,6 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.llm.config import project_overrides
-from memoryhub.llm.errors import LlmMisconfigured
 from memoryhub.pipeline.conf import PipelineConfig
 from memoryhub.recall.conf import RecallConfig
 from memoryhub.sessions.conf import SessionConfig
@@ -83,11 +80,6 @@ def settings_save(request: HttpRequest, access: ProjectAccess, section: str) -> 
         if value not in ({}, False):
             new[section] = value
         try:
-            if section == "llm":
-                try:
-                    project_overrides(Project(slug=access.project.slug, settings=new))
-                except LlmMisconfigured as exc:
-                    raise ApplicationError(exc.message) from None
             services.project_update(access=access, changes={"settings": new})
         except ApplicationError as exc:
             service_errors(form, exc)
