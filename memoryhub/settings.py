@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "memoryhub.backups",
     "memoryhub.web",
     "memoryhub.integrations.mcp",
+    "memoryhub.integrations.hindsight",
 ]
 
 MIDDLEWARE = [

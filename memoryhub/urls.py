@@ -37,6 +37,7 @@ urlpatterns = [
     ),
     # Unknown API paths answer in the JSON error envelope, not Django's HTML 404 page.
     re_path(r"^api/", api_views.api_not_found),
+    path("", include("memoryhub.integrations.hindsight.urls")),  # Hindsight API: /v1/…
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the header's EN / 中文
     path("", include("memoryhub.web.urls")),

@@ -164,3 +164,38 @@ def membership_remove(*, access: ProjectAccess, membership: ProjectMembership) -
         target_id=user.public_id,
         before={"username": user.username, "role": role},
     )
+
+
+@transaction.atomic
+def project_settings_section_put(
+    *, access: ProjectAccess, section: str, value: dict[str, Any] | None
+) -> Project:
+    """Set (or, with None, remove) one section of the project's settings, leaving the others.
+
+    The project row is locked so two writers of different sections cannot lose each other's
+    change (project_update replaces the whole settings object). Idempotent: the same value
+    again records nothing. The caller decides which role may write the section.
+    """
+    project = Project.objects.select_for_update().get(pk=access.project.pk)
+    before = project.settings.get(section)
+    if before == value:
+        return project
+    settings = dict(project.settings)
+    if value is None:
+        settings.pop(section, None)
+    else:
+        settings[section] = value
+    project.settings = settings
+    project.full_clean(validate_unique=False)
+    project_settings.validate(project.settings)
+    project.save(update_fields=["settings", "updated_at"])
+    audit_record(
+        actor=access.actor,
+        project=project,
+        verb="project.updated",
+        target_type="project",
+        target_id=project.public_id,
+        before={"settings": {section: before}},
+        after={"settings": {section: value}},
+    )
+    return project

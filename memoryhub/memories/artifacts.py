@@ -38,6 +38,9 @@ MEMORY_SUMMARY = "memory_summary.md"
 SKILLS_DIR = "skills"
 SKILL_FILE = "SKILL.md"
 SKILL_BUCKETS = ("scripts", "templates", "examples")
+# Documents other writers keep in the bank (the Hindsight API's mental models): stage 2's full
+# replace leaves them alone, because stage 2 never produces them.
+NOT_STAGE2_DIRS = ("mental-models",)
 SKILL_NAME_MAX = 64
 PATH_MAX_CHARS = 512
 CONTENT_MAX_CHARS = 2_000_000
@@ -331,7 +334,11 @@ def artifacts_replace_all(
     if errors:
         raise ValidationError({"files": [f"{p}: {'; '.join(m)}" for p, m in errors.items()]})
     # Lock the project's artifacts first: two replaces of one project apply one after the other.
-    existing = {a.path: a for a in BankArtifact.objects.select_for_update().filter(project=project)}
+    existing = {
+        a.path: a
+        for a in BankArtifact.objects.select_for_update().filter(project=project)
+        if a.path.split("/")[0] not in NOT_STAGE2_DIRS
+    }
     result = ReplaceResult()
     for path in sorted(files):
         previous = existing.get(path)

@@ -16,7 +16,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Least
 from django.utils import timezone
 
 from accounts.actors import Actor
@@ -512,4 +513,35 @@ def bank_enqueue(*, project: Project, actor: Actor) -> Job:
         target_type="project",
         target_id=project.public_id,
     )
+    return job
+
+
+# --- Extraction on demand --------------------------------------------------------------------
+
+
+@transaction.atomic
+def stage1_ensure_session(*, session: AgentSession, rewind_to: int | None = None) -> Job:
+    """The session's stage-1 job, due now for the records past its last extraction (an agent
+    re-sent its transcript and wants it learned without waiting for the idle scan).
+
+    Idempotent (ensure-style): the input watermark becomes the session's record count. When the
+    records from index `rewind_to` on were replaced, the success watermark moves back there, so
+    only the changed tail is extracted again (memory_remember merges what is already known).
+    """
+    config = pipeline_config(session.project.settings)
+    job = jobs.ensure(
+        kind=Job.Kind.STAGE1,
+        key=str(session.public_id),
+        project=session.project,
+        watermark=session.record_count,
+        session_id=session.pk,
+        retries=config.retries,
+    )
+    if rewind_to is not None:
+        Job.objects.filter(pk=job.pk).update(
+            success_watermark=Least(F("success_watermark"), rewind_to),
+            input_watermark=session.record_count,
+            retries_remaining=config.retries,
+        )
+        job.refresh_from_db()
     return job

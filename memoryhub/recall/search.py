@@ -45,6 +45,10 @@ class SearchQuery:
     session: AgentSession | None = None
     # False for people browsing the bank (the dashboard): only agents' searches count as hits.
     record: bool = True
+    # Provenance filters by the memory's source session (external id): only memories from
+    # `source_sessions` when given, none from `exclude_source_sessions` (Hindsight's tags).
+    source_sessions: frozenset[str] | None = None
+    exclude_source_sessions: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,10 @@ def _filters(access: ProjectAccess, query: SearchQuery, now: datetime, prefix: s
     if query.days is not None:
         with suppress(OverflowError):  # before year 1: every memory is that recent
             visible &= q(created_at__gte=now - timedelta(days=query.days))
+    if query.source_sessions is not None:
+        visible &= q(source_session__in=sorted(query.source_sessions))
+    if query.exclude_source_sessions:
+        visible &= ~q(source_session__in=sorted(query.exclude_source_sessions))
     return visible
 
 

@@ -663,3 +663,107 @@ def _transcript_records(
             continue
         records.append(record)
     return records, held_back
+
+
+# --- Whole-transcript upserts ---------------------------------------------------------------
+
+
+@dataclass
+class ReplaceResult:
+    kept: int  # stored records that matched the new transcript's head, left untouched
+    removed: int  # stored records past the first difference, deleted
+    created: list[SessionRecord] = field(default_factory=list)
+
+
+def _comparable(record_type: str, content: Any) -> tuple[str, str]:
+    return record_type, json.dumps(content, sort_keys=True, ensure_ascii=False)
+
+
+@transaction.atomic
+def records_replace(
+    *, session: AgentSession, actor: Actor, records: Sequence[RecordInput]
+) -> ReplaceResult:
+    """Make the session's records exactly `records` (an agent re-sending its whole transcript).
+
+    Idempotent: the longest common head is kept as stored (same indexes, so extraction
+    watermarks past it stay valid), records after the first difference are deleted and the
+    rest of `records` appended. Re-sending a transcript that only grew appends just the new
+    tail; re-sending the same one changes nothing.
+    """
+    _check_limits(records)
+    session = AgentSession.objects.select_for_update().get(pk=session.pk)
+    config = session_config(session.project.settings)
+    stored = list(SessionRecord.objects.filter(session=session).order_by("index"))
+    kept = 0
+    for row, record in zip(stored, records, strict=False):
+        # Stored records are redacted: compare the incoming ones as they would be stored.
+        incoming = (
+            redaction.redact_json(record.content)[0] if config.redact_secrets else record.content
+        )
+        if _comparable(row.type, row.content) != _comparable(record.type, incoming):
+            break
+        kept += 1
+    removed = stored[kept:]
+    if removed:
+        SessionRecord.objects.filter(session=session, index__gte=kept).delete()
+        session.record_count = kept
+        session.message_count -= sum(r.type in (USER, ASSISTANT) for r in removed)
+        session.token_estimate = max(
+            0, session.token_estimate - sum(record_tokens(r.to_input()) for r in removed)
+        )
+        session.redaction_count = max(
+            0, session.redaction_count - sum(r.redactions for r in removed)
+        )
+        session.injected_block_count -= sum(r.contains_injection for r in removed)
+        session.save(
+            update_fields=[
+                "record_count",
+                "message_count",
+                "token_estimate",
+                "redaction_count",
+                "injected_block_count",
+            ]
+        )
+    fresh = list(records[kept:])
+    counters = _Counters()
+    created = _insert(session, fresh, config, counters) if fresh else []
+    if created or removed:
+        _finish(session, counters)
+    if removed:
+        audit_record(
+            actor=actor,
+            project=session.project,
+            verb="session.records_replaced",
+            target_type="session",
+            target_id=session.public_id,
+            before={"records": len(stored)},
+            after={"kept": kept, "removed": len(removed), "appended": len(created)},
+        )
+    return ReplaceResult(kept=kept, removed=len(removed), created=created)
+
+
+@transaction.atomic
+def session_metadata_merge(
+    *, session: AgentSession, actor: Actor, values: dict[str, Any]
+) -> AgentSession:
+    """Set top-level keys of the session's metadata (redacted like its records when the
+    project redacts); the same values again change nothing and record nothing."""
+    session = AgentSession.objects.select_for_update().get(pk=session.pk)
+    if session_config(session.project.settings).redact_secrets:
+        values = redaction.redact_json(values)[0]
+    merged = session.metadata | values
+    if merged == session.metadata:
+        return session
+    before = {k: session.metadata.get(k) for k in values}
+    session.metadata = merged
+    session.save(update_fields=["metadata"])
+    audit_record(
+        actor=actor,
+        project=session.project,
+        verb="session.metadata_changed",
+        target_type="session",
+        target_id=session.public_id,
+        before=before,
+        after=values,
+    )
+    return session
