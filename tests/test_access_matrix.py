@@ -278,3 +278,92 @@ def test_every_successful_write_leaves_an_audit_event(
     response = call(alice_client, method, path, body, mid=memory.public_id, tid=token.public_id)
     assert response.status_code in (200, 201, 202, 204), response.content
     assert _event_count() > before
+
+
+# --- The Hindsight-compatible routes (/v1/default/banks/…), in Hindsight's {"detail"} shape ---
+HB = "/v1/default/banks/alpha"
+HINDSIGHT_READS: list[tuple[str, str, Any]] = [
+    ("get", HB, None),
+    ("get", HB + "/profile", None),
+    ("get", HB + "/stats", None),
+    ("get", HB + "/memories/list", None),
+    ("get", HB + "/memories/{mid}", None),
+    ("get", HB + "/documents", None),
+    ("get", HB + "/documents/s1", None),
+    ("get", HB + "/mental-models/mm", None),
+    ("get", HB + "/mental-models/mm/history", None),
+    ("post", HB + "/reflect", {"query": "hello"}),
+]
+HINDSIGHT_WRITES: list[tuple[str, str, Any]] = [
+    ("patch", HB, {"reflect_mission": "m"}),
+    ("post", HB + "/memories", {"items": [{"content": "hi", "document_id": "d1"}]}),
+    ("patch", HB + "/memories/{mid}", {"state": "invalidated", "reason": "old"}),
+    ("delete", HB + "/documents/s1", None),
+    ("post", HB + "/mental-models", {"id": "new", "name": "N", "source_query": "q"}),
+    ("post", HB + "/mental-models/mm/refresh", None),
+    ("delete", HB + "/mental-models/mm", None),
+]
+HINDSIGHT_ENDPOINTS = HINDSIGHT_READS + HINDSIGHT_WRITES
+
+
+@pytest.fixture
+def mental_model(project: Project) -> None:
+    project.settings = {"hindsight": {"mental_models": {"mm": {"name": "M", "source_query": "q"}}}}
+    project.save(update_fields=["settings"])
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"), HINDSIGHT_ENDPOINTS, ids=ids(HINDSIGHT_ENDPOINTS)
+)
+def test_hindsight_routes_require_a_token(
+    method: str, path: str, body: Any, memory: Memory, mental_model: None
+) -> None:
+    response = call(APIClient(), method, path, body, mid=memory.public_id)
+    assert response.status_code == 401
+    assert set(response.json()) == {"detail"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"), HINDSIGHT_ENDPOINTS, ids=ids(HINDSIGHT_ENDPOINTS)
+)
+def test_hindsight_routes_hide_a_bank_from_outsiders(
+    method: str,
+    path: str,
+    body: Any,
+    memory: Memory,
+    mental_model: None,
+    charlie_client: APIClient,
+) -> None:
+    response = call(charlie_client, method, path, body, mid=memory.public_id)
+    missing = call(
+        charlie_client, method, path.replace("alpha", "no-such-bank"), body, mid=memory.public_id
+    )
+    assert response.status_code == 404, response.content
+    assert response.json() == missing.json()
+    assert Memory.objects.get(pk=memory.pk).status == Memory.Status.STALE
+    assert not AgentSession.objects.filter(external_id="d1").exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"), HINDSIGHT_ENDPOINTS, ids=ids(HINDSIGHT_ENDPOINTS)
+)
+def test_hindsight_read_only_tokens_read_but_never_write(
+    method: str,
+    path: str,
+    body: Any,
+    memory: Memory,
+    mental_model: None,
+    alice_ro_client: APIClient,
+) -> None:
+    before = (Memory.objects.count(), AgentSession.objects.count(), SessionRecord.objects.count())
+    response = call(alice_ro_client, method, path, body, mid=memory.public_id)
+    if (method, path, body) in HINDSIGHT_READS:
+        assert response.status_code == 200, response.content
+    else:
+        assert response.status_code == 403, response.content
+        assert "read-only" in response.json()["detail"]
+    assert before == (
+        Memory.objects.count(),
+        AgentSession.objects.count(),
+        SessionRecord.objects.count(),
+    )
