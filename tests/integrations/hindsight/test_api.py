@@ -388,6 +388,7 @@ def test_stats_health_and_version(alice_client: APIClient, project: Project) -> 
 
 
 def test_the_settings_section_is_validated_when_saved(alice_client: APIClient) -> None:
+    bad: dict[str, Any]
     for bad in ({"mental_models": []}, {"reflect_mission": 3}, {"other": 1}):
         response = alice_client.patch(
             "/api/v1/projects/alpha/", {"settings": {"hindsight": bad}}, format="json"

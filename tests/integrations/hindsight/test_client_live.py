@@ -43,7 +43,9 @@ def omp_item(turns: list[tuple[str, str, str]], project: str = "alpha") -> dict[
     }
 
 
-def operation_done(client: Hindsight, bank: str, operation_id: str) -> Callable[[], bool]:
+def operation_done(client: Hindsight, bank: str, operation_id: str | None) -> Callable[[], bool]:
+    assert operation_id
+
     def check() -> bool:
         status = _run_async(client.operations.get_operation_status(bank, operation_id))
         assert status.status != "failed", status
