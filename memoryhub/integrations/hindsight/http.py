@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from accounts import selectors as account_selectors
 from accounts import services as account_services
-from accounts.actors import Actor
+from accounts.actors import Actor, actor_of
 from accounts.models import ApiToken, User
 from memoryhub.core.exceptions import ApplicationError, PayloadTooLarge
 
@@ -94,6 +94,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         status, detail = exc.status_code, str(exc.detail)
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
             status, headers = 401, {"WWW-Authenticate": 'Bearer realm="memoryhub"'}
+        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+            headers = {"Retry-After": str(max(1, round(exc.wait)))}  # hindsight-client honours it
     else:
         logger.exception("Unhandled error on a Hindsight route", exc_info=exc)
     return Response({"detail": detail}, status=status, headers=headers)
@@ -122,7 +124,7 @@ class HindsightView(APIView):
 
     @property
     def actor(self) -> Actor:
-        return Actor.from_request(self.request)
+        return actor_of(self.request)
 
 
 def valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
