@@ -94,8 +94,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         status, detail = exc.status_code, str(exc.detail)
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
             status, headers = 401, {"WWW-Authenticate": 'Bearer realm="memoryhub"'}
-        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-            headers = {"Retry-After": str(max(1, round(exc.wait)))}  # hindsight-client honours it
+        wait = getattr(exc, "wait", None)  # Throttled: hindsight-client honours Retry-After
+        if isinstance(exc, exceptions.Throttled) and wait is not None:
+            headers = {"Retry-After": str(max(1, round(wait)))}
     else:
         logger.exception("Unhandled error on a Hindsight route", exc_info=exc)
     return Response({"detail": detail}, status=status, headers=headers)
