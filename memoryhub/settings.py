@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "memoryhub.web",
     "memoryhub.integrations.mcp",
     "memoryhub.integrations.hindsight",
+    "memoryhub.interchange",
 ]
 
 MIDDLEWARE = [

@@ -20,6 +20,7 @@ api_v1 = [
     path("", include("memoryhub.llm.urls")),
     path("", include("memoryhub.pipeline.urls")),
     path("", include("memoryhub.backups.urls")),
+    path("", include("memoryhub.interchange.urls")),
 ]
 
 urlpatterns = [

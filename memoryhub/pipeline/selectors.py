@@ -62,3 +62,14 @@ def stage1_jobs(*, project: Project, session_ids: list[str]) -> dict[str, Job]:
     """The stage-1 job of each session (by public id) that has one: one query for a page."""
     rows = Job.objects.filter(project=project, kind=Job.Kind.STAGE1, key__in=session_ids)
     return {job.key: job for job in rows}
+
+
+def stage1_output_list(*, project: Project) -> list[Any]:
+    """The project's stage-1 outputs (oh-my-pi rollouts) with their sessions, oldest first."""
+    from memoryhub.pipeline.models import Stage1Output
+
+    return list(
+        Stage1Output.objects.filter(project=project)
+        .select_related("session")
+        .order_by("generated_at", "pk")
+    )

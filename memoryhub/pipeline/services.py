@@ -545,3 +545,47 @@ def stage1_ensure_session(*, session: AgentSession, rewind_to: int | None = None
         )
         job.refresh_from_db()
     return job
+
+
+@transaction.atomic
+def stage1_output_import(
+    *,
+    project: Project,
+    actor: Actor,
+    thread_id: str,
+    raw_memory: str,
+    rollout_summary: str,
+    rollout_slug: str = "",
+    generated_at: Any = None,
+) -> bool:
+    """Store an oh-my-pi stage-1 output brought in by an import (raw_memories.md, a
+    rollout_summaries/ file), under a session named by its thread id (created empty when
+    missing). Idempotent: the same texts again change nothing. Returns True when it wrote.
+    Consolidation is not marked dirty: the imported MEMORY.md is already their consolidation.
+    """
+    from memoryhub.sessions.services import session_get_or_create
+
+    session, _ = session_get_or_create(
+        project=project, actor=actor, external_id=thread_id, metadata={"source": "omp"}
+    )
+    raw, _ = redaction.redact(raw_memory.strip())
+    summary, _ = redaction.redact(rollout_summary.strip())
+    output = Stage1Output.objects.select_for_update().filter(session=session).first()
+    if output is not None and (output.raw_memory, output.rollout_summary) == (raw, summary):
+        return False
+    if output is None:
+        output = Stage1Output(session=session, project=project)
+    output.raw_memory, output.rollout_summary = raw, summary
+    output.rollout_slug = rollout_slug[:64] or output.rollout_slug
+    output.generated_at = generated_at or timezone.now()
+    output.full_clean()
+    output.save()
+    audit_record(
+        actor=actor,
+        verb="stage1_output.imported",
+        target_type="session",
+        target_id=session.public_id,
+        project=project,
+        after={"thread_id": thread_id, "raw_chars": len(raw), "summary_chars": len(summary)},
+    )
+    return True

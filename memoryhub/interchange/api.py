@@ -1,0 +1,150 @@
+"""REST API of imports and exports: /api/v1/projects/{slug}/interchange/…"""
+
+from __future__ import annotations
+
+import tempfile
+from typing import IO, Any
+
+from django.conf import settings
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryhub.core.api import actor_of
+from memoryhub.core.exceptions import PayloadTooLarge
+from memoryhub.interchange import archive, formats
+from memoryhub.interchange.services import ImportResult
+from projects.models import Role
+from projects.selectors import ProjectAccess, project_access
+
+CHUNK = 1 << 20
+ARCHIVE_TYPES = {"zip": ("application/zip", ".zip"), "tar": ("application/gzip", ".tar.gz")}
+
+
+def _access(request: Request, slug: str, role: Role = Role.VIEWER) -> ProjectAccess:
+    return project_access(slug=slug, actor=actor_of(request), min_role=role)
+
+
+class ImportResultSerializer(serializers.Serializer):
+    format = serializers.CharField()
+    import_id = serializers.CharField()
+    created = serializers.DictField(child=serializers.IntegerField())
+    unchanged = serializers.DictField(child=serializers.IntegerField())
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class InterchangeFormatsApi(APIView):
+    @extend_schema(
+        operation_id="interchange_formats",
+        responses={
+            200: inline_serializer(
+                "InterchangeFormat",
+                {"name": serializers.CharField(), "description": serializers.CharField()},
+                many=True,
+            )
+        },
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        """The formats this project can import from and export to."""
+        _access(request, slug)
+        return Response(
+            [{"name": name, "description": formats.DESCRIPTIONS[name]} for name in formats.FORMATS]
+        )
+
+
+def _spool(source: IO[bytes], into: IO[bytes]) -> None:
+    """Copy the request body to a temporary file, refusing it past the import limit."""
+    limit = settings.SESSION_IMPORT_MAX_BYTES
+    total = 0
+    while chunk := source.read(CHUNK):
+        total += len(chunk)
+        if total > limit:
+            raise PayloadTooLarge(
+                f"The upload exceeds {limit} bytes.", details={"limit_bytes": limit}
+            )
+        into.write(chunk)
+    into.seek(0)
+
+
+class InterchangeImportApi(APIView):
+    # Multipart uploads only go through a parser; any other body is read raw (_spool).
+    parser_classes = [MultiPartParser]
+    max_body_bytes = settings.SESSION_IMPORT_MAX_BYTES
+
+    @extend_schema(
+        operation_id="interchange_import",
+        parameters=[OpenApiParameter("filename", str, required=False)],
+        request={
+            "multipart/form-data": inline_serializer(
+                "InterchangeUpload", {"file": serializers.FileField()}
+            ),
+            "application/zip": OpenApiTypes.BINARY,
+            "application/gzip": OpenApiTypes.BINARY,
+            "application/x-tar": OpenApiTypes.BINARY,
+            "application/octet-stream": OpenApiTypes.BINARY,
+        },
+        responses={200: ImportResultSerializer, 201: ImportResultSerializer},
+    )
+    def post(self, request: Request, slug: str, fmt: str) -> Response:
+        """Import a zip or tar of a format's directory, or its single file (multipart `file`,
+        or the raw body with ?filename=). All or nothing; errors name the file and line."""
+        access = _access(request, slug, Role.MEMBER)
+        formats.format_module(fmt)
+        with tempfile.TemporaryFile() as spooled:
+            if request.content_type.startswith("multipart/form-data"):
+                upload = request.FILES.get("file")
+                if upload is None:
+                    raise serializers.ValidationError({"file": ["A file is required."]})
+                filename = upload.name or ""
+                for chunk in upload.chunks():
+                    spooled.write(chunk)
+                spooled.seek(0)
+            else:
+                filename = request.query_params.get("filename", "")
+                _spool(request.stream, spooled) if request.stream else None
+            with archive.unpack_upload(spooled, filename=filename) as unpacked:
+                result = formats.interchange_import(
+                    access=access, format=fmt, tree=unpacked.tree
+                )
+        return _result_response(result)
+
+
+def _result_response(result: ImportResult) -> Response:
+    created = any(result.created.values())
+    return Response(
+        ImportResultSerializer(result).data,
+        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+    )
+
+
+class InterchangeExportApi(APIView):
+    @extend_schema(
+        operation_id="interchange_export",
+        parameters=[OpenApiParameter("archive", str, enum=list(ARCHIVE_TYPES), required=False)],
+        responses={(200, "application/zip"): OpenApiTypes.BINARY},
+    )
+    def get(self, request: Request, slug: str, fmt: str) -> Any:
+        """Download what you can see in the project as `format`'s files, zipped (or
+        ?archive=tar for a .tar.gz)."""
+        access = _access(request, slug)
+        kind = request.query_params.get("archive", "zip")
+        if kind not in ARCHIVE_TYPES:
+            raise serializers.ValidationError(
+                {"archive": [f"Use one of {', '.join(ARCHIVE_TYPES)}."]}
+            )
+        files = formats.interchange_export(access=access, format=fmt)
+        out = tempfile.SpooledTemporaryFile(max_size=8 * CHUNK)
+        (archive.write_zip if kind == "zip" else archive.write_tar)(files, out)
+        out.seek(0)
+        content_type, suffix = ARCHIVE_TYPES[kind]
+        return FileResponse(
+            out,
+            as_attachment=True,
+            filename=f"{access.project.slug}-{fmt}{suffix}",
+            content_type=content_type,
+        )

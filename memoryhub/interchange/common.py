@@ -1,0 +1,99 @@
+"""Small pieces the format modules share: frontmatter, file names, @include closures."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from memoryhub.interchange.archive import Tree
+from memoryhub.interchange.bundle import FormatError
+
+FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_SLUG_JUNK = re.compile(r"[^a-z0-9]+")
+
+
+def split_frontmatter(text: str, file: str) -> tuple[dict[str, tuple[str, int]], str, int]:
+    """(fields → (value, line number), body, the body's first line number) of a Markdown file
+    with `---` frontmatter; FormatError when there is none. Values: "key: value" split at the
+    first colon, matching quotes stripped (MewCode's and Claude Code's reading)."""
+    match = FRONTMATTER.match(text)
+    if match is None:
+        raise FormatError(file, 1, "expected '---' frontmatter with name, description and type")
+    fields: dict[str, tuple[str, int]] = {}
+    for offset, line in enumerate(match.group(1).split("\n"), start=2):
+        key, colon, value = line.partition(":")
+        if not colon or not key.strip():
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        fields[key.strip()] = (value, offset)
+    body_line = text[: match.end()].count("\n") + 1
+    return fields, text[match.end() :], body_line
+
+
+def render_frontmatter(fields: Iterable[tuple[str, str]], body: str) -> str:
+    lines = ["---", *(f"{key}: {_one_line(value)}" for key, value in fields), "---", ""]
+    return "\n".join(lines) + body.rstrip("\n") + "\n"
+
+
+def _one_line(value: str) -> str:
+    return " ".join(value.split())
+
+
+def slug(text: str, *, fallback: str, limit: int = 48) -> str:
+    """A lowercase [a-z0-9_] file-name stem from `text` (ASCII words only), or `fallback`."""
+    stem = _SLUG_JUNK.sub("_", text.lower()).strip("_")[:limit].strip("_")
+    return stem or fallback
+
+
+def unique_name(stem: str, suffix: str, taken: set[str]) -> str:
+    name = f"{stem}{suffix}"
+    counter = 2
+    while name in taken:
+        name = f"{stem}_{counter}{suffix}"
+        counter += 1
+    taken.add(name)
+    return name
+
+
+def newest(moments: Iterable[datetime]) -> datetime | None:
+    values = list(moments)
+    return max(values) if values else None
+
+
+def include_closure(
+    tree: Tree,
+    roots: Iterable[str],
+    targets: Callable[[str, str], list[str]],
+    *,
+    max_depth: int = 5,
+) -> tuple[dict[str, str], list[str]]:
+    """The root files that exist plus every file they include, transitively up to max_depth;
+    `targets(path, content)` names the project paths one file includes. Returns (path →
+    text, warnings about includes that name no file of the upload)."""
+    files: dict[str, str] = {}
+    warnings: list[str] = []
+    frontier = [(path, 0) for path in roots if path in tree]
+    while frontier:
+        path, depth = frontier.pop(0)
+        if path in files:
+            continue
+        member = tree.get(path)
+        if member is None:
+            continue
+        files[path] = member.read_text()
+        if depth >= max_depth:
+            continue
+        for target in targets(path, files[path]):
+            if target in tree:
+                frontier.append((target, depth + 1))
+            else:
+                warnings.append(f"{path}: includes {target}, which is not in the upload")
+    return files, warnings
+
+
+def base_dir(path: str) -> str:
+    return posixpath.dirname(path)

@@ -1,0 +1,45 @@
+"""The four on-disk formats by name, and the two use cases built on them."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from django.http import Http404
+
+from memoryhub.interchange import claude_code, meow, mewcode, omp, selectors, services
+from memoryhub.interchange.archive import OutFile, Tree
+from memoryhub.interchange.bundle import FormatError
+from projects.selectors import ProjectAccess
+
+FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (mewcode, claude_code, meow, omp)}
+DESCRIPTIONS = {
+    mewcode.NAME: "MewCode workspace: MEWCODE.md (+ @include), .mewcode/memories.md, "
+    ".mewcode/memory/*.md, .mewcode/sessions/*.jsonl + .meta",
+    claude_code.NAME: "Claude Code memory directory: MEMORY.md + typed topic files, CLAUDE.md",
+    meow.NAME: "meow-memory: .dsh-meow/memory.db (SQLite)",
+    omp.NAME: "oh-my-pi memory root: MEMORY.md, memory_summary.md, skills/, raw_memories.md, "
+    "rollout_summaries/, learned.md",
+}
+
+
+def format_module(name: str) -> ModuleType:
+    module = FORMATS.get(name)
+    if module is None:
+        raise Http404(f"Unknown format {name!r}; use one of {', '.join(FORMATS)}.")
+    return module
+
+
+def interchange_import(*, access: ProjectAccess, format: str, tree: Tree) -> services.ImportResult:
+    """Read `tree` as `format` and write it into the project, all or nothing."""
+    module = format_module(format)
+    try:
+        bundle = module.read(tree)
+    except FormatError as exc:
+        raise services.format_errors(exc) from None
+    return services.bundle_import(access=access, bundle=bundle)
+
+
+def interchange_export(*, access: ProjectAccess, format: str) -> dict[str, OutFile]:
+    """The files `format` keeps, from what the caller can see in the project."""
+    module = format_module(format)
+    return dict(module.write(selectors.snapshot(access=access, parts=module.PARTS)))

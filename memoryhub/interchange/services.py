@@ -1,0 +1,339 @@
+"""Writing an imported Bundle into a project: all of it in one transaction, or nothing.
+
+Every write goes through the owning app's services (memories, recall, sessions, artifacts,
+pipeline), which redact secrets and record audit events; this module only decides what is new.
+Re-importing the same files creates nothing: a memory with an external id (a meow-memory row
+id, a Claude Code file name) is matched by that id, any other by its content hash within the
+same scope (the caller's own user-scope memories, or the project's); recall files, instruction
+files and artifacts are written by path and content (the same bytes are no change); a session
+whose external id the project already has is skipped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.http import Http404
+
+from accounts.actors import Actor
+from memoryhub.core import redaction
+from memoryhub.core.exceptions import ApplicationError
+from memoryhub.core.services import audit_record
+from memoryhub.interchange.bundle import (
+    EXTERNAL_ID,
+    IMPORTED,
+    Bundle,
+    FormatError,
+    ImportedMemory,
+    ImportFailed,
+)
+from memoryhub.memories import artifacts
+from memoryhub.memories import selectors as memory_selectors
+from memoryhub.memories import services as memory_services
+from memoryhub.memories.kinds import DEFAULT_SCOPE
+from memoryhub.memories.models import content_hash
+from memoryhub.pipeline import services as pipeline_services
+from memoryhub.recall import selectors as recall_selectors
+from memoryhub.recall import services as recall_services
+from memoryhub.sessions import selectors as session_selectors
+from memoryhub.sessions import services as session_services
+from memoryhub.sessions.importers import TranscriptFormatError
+from projects.models import Role
+from projects.selectors import ProjectAccess
+
+PARTS = ("memories", "recall_files", "instructions", "sessions", "artifacts", "rollouts")
+
+
+@dataclass
+class ImportResult:
+    format: str
+    import_id: str
+    created: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
+    unchanged: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
+    warnings: list[str] = field(default_factory=list)
+
+
+def import_actor(actor: Actor) -> Actor:
+    """The caller, acting as "import": memories record created_via=import (provenance) and the
+    audit trail names the person behind it."""
+    return Actor(user=actor.user, token=actor.token, system="import")
+
+
+def check_import_role(*, access: ProjectAccess, bundle: Bundle) -> None:
+    """Members import; project instruction files, artifacts and rollouts need a maintainer
+    (the artifacts' own rule, and the one we keep for a project's shared instructions)."""
+    if not access.at_least(Role.MEMBER):
+        raise PermissionDenied(
+            f"Importing needs the {Role.MEMBER} role or higher; you are {access.role}."
+        )
+    shared = [
+        name
+        for name, present in (
+            ("project instruction files", bundle.instructions),
+            ("bank artifacts", bundle.artifacts),
+            ("rollouts", bundle.rollouts),
+        )
+        if present
+    ]
+    if shared and not access.at_least(Role.MAINTAINER):
+        raise PermissionDenied(
+            f"This upload contains {', '.join(shared)}, which need the {Role.MAINTAINER} role "
+            f"or higher; you are {access.role}."
+        )
+
+
+def _error(file: str, line: int | None, message: str) -> dict[str, Any]:
+    return {"file": file, "line": line, "message": message}
+
+
+def _messages(exc: ValidationError) -> list[str]:
+    if hasattr(exc, "error_dict"):
+        return [f"{name}: {'; '.join(msgs)}" for name, msgs in exc.message_dict.items()]
+    return list(exc.messages)
+
+
+def _scope(item: ImportedMemory) -> str:
+    return item.data.scope or DEFAULT_SCOPE.get(item.data.kind, "project")
+
+
+def _import_memories(
+    access: ProjectAccess,
+    actor: Actor,
+    bundle: Bundle,
+    import_id: str,
+    result: ImportResult,
+    errors: list[dict[str, Any]],
+) -> None:
+    items = bundle.memories
+    if not items:
+        return
+    hashes = [content_hash(redaction.redact(i.data.content)[0]) for i in items]
+    visible = memory_selectors.memory_visible(access=access)
+    known_hashes = set(
+        visible.filter(content_hash__in=set(hashes)).values_list("scope", "content_hash")
+    )
+    wanted_ids = {i.external_id for i in items if i.external_id}
+    known_ids = {
+        value
+        for value in visible.filter(metadata__has_key=EXTERNAL_ID).values_list(
+            f"metadata__{EXTERNAL_ID}", flat=True
+        )
+        if value in wanted_ids
+    }
+    fresh: list[ImportedMemory] = []
+    for item, digest in zip(items, hashes, strict=True):
+        key = (_scope(item), digest)
+        if (item.external_id and item.external_id in known_ids) or (
+            not item.external_id and key in known_hashes
+        ):
+            result.unchanged["memories"] += 1
+            continue
+        known_hashes.add(key)
+        if item.external_id:
+            known_ids.add(item.external_id)
+        provenance: dict[str, Any] = {
+            "format": bundle.format,
+            "file": item.file[:300],
+            "import_id": import_id,
+        }
+        if item.line:
+            provenance["line"] = item.line
+        item.data.metadata = {**item.data.metadata, IMPORTED: provenance}
+        if item.external_id:
+            item.data.metadata[EXTERNAL_ID] = item.external_id
+        fresh.append(item)
+    batch = memory_services.BULK_MAX_ITEMS
+    for start in range(0, len(fresh), batch):
+        chunk = fresh[start : start + batch]
+        try:
+            memory_services.memory_bulk_create(
+                project=access.project, actor=actor, items=[i.data for i in chunk]
+            )
+        except memory_services.BulkValidationError as exc:
+            for index, problems in exc.details["items"].items():
+                item = chunk[int(index)]
+                text = "; ".join(f"{k}: {' '.join(v)}" for k, v in problems.items())
+                errors.append(_error(item.file, item.line, text))
+            continue
+        result.created["memories"] += len(chunk)
+
+
+def _redact_files(bundle: Bundle) -> None:
+    """Recall and instruction files are stored as sent by their services, so an import redacts
+    them itself (memories, artifacts, rollouts and transcripts are redacted by theirs)."""
+    for file in bundle.recall_files:
+        file.content = redaction.redact(file.content)[0]
+    bundle.instructions = {p: redaction.redact(t)[0] for p, t in bundle.instructions.items()}
+    if bundle.user_instructions is not None:
+        bundle.user_instructions = redaction.redact(bundle.user_instructions)[0]
+
+
+def _import_files(
+    access: ProjectAccess,
+    actor: Actor,
+    bundle: Bundle,
+    result: ImportResult,
+    errors: list[dict[str, Any]],
+) -> None:
+    _redact_files(bundle)
+    for scope in ("project", "user"):
+        files = [f for f in bundle.recall_files if f.scope == scope]
+        if not files:
+            continue
+        where = {f.path: f.file for f in files}
+        try:
+            written = recall_services.recall_files_sync(
+                project=access.project,
+                actor=actor,
+                scope=scope,
+                files=[recall_services.RecallFileInput(f.path, f.content, f.mtime) for f in files],
+                delete_missing=False,
+            )
+        except ValidationError as exc:
+            for path, messages in getattr(exc, "message_dict", {"": exc.messages}).items():
+                errors.append(_error(where.get(path, path), None, "; ".join(messages)))
+            continue
+        result.created["recall_files"] += len(written.created) + len(written.updated)
+        result.unchanged["recall_files"] += len(written.unchanged)
+    if bundle.instructions:
+        try:
+            tree = recall_services.instruction_tree_put(
+                project=access.project, actor=actor, files=bundle.instructions, replace=False
+            )
+        except ValidationError as exc:
+            for path, messages in getattr(exc, "message_dict", {"": exc.messages}).items():
+                errors.append(_error(path, None, "; ".join(messages)))
+        else:
+            result.created["instructions"] += len(tree.created) + len(tree.updated)
+            result.unchanged["instructions"] += len(tree.unchanged)
+    if bundle.user_instructions is not None:
+        try:
+            changed = _user_instructions_put(access, actor, bundle.user_instructions)
+        except ValidationError as exc:
+            errors.append(_error("user instruction file", None, "; ".join(_messages(exc))))
+        else:
+            result.created["instructions"] += int(changed)
+            result.unchanged["instructions"] += int(not changed)
+    for path, content in sorted(bundle.artifacts.items()):
+        try:
+            before = artifacts.artifact_find(project=access.project, path=path)
+            _, changed = artifacts.artifact_put(
+                project=access.project, path=path, content=content, actor=actor
+            )
+        except ValidationError as exc:
+            errors.append(_error(path, None, "; ".join(_messages(exc))))
+            continue
+        counted = changed or before is None
+        result.created["artifacts"] += int(counted)
+        result.unchanged["artifacts"] += int(not counted)
+    for rollout in bundle.rollouts:
+        try:
+            changed = pipeline_services.stage1_output_import(
+                project=access.project,
+                actor=actor,
+                thread_id=rollout.thread_id,
+                raw_memory=rollout.raw_memory,
+                rollout_summary=rollout.rollout_summary,
+                rollout_slug=rollout.rollout_slug,
+                generated_at=rollout.updated_at,
+            )
+        except ValidationError as exc:
+            errors.append(_error(rollout.file, None, "; ".join(_messages(exc))))
+            continue
+        result.created["rollouts"] += int(changed)
+        result.unchanged["rollouts"] += int(not changed)
+
+
+def _user_instructions_put(access: ProjectAccess, actor: Actor, content: str) -> bool:
+    """Write the caller's own instruction file; True when that changed it."""
+    if access.actor.user is None:
+        raise ValidationError("A user instruction file needs a person behind the request.")
+    try:
+        before: str | None = recall_selectors.user_instruction_file_get(access=access).content
+    except Http404:
+        before = None
+    recall_services.instruction_file_put(
+        project=access.project, actor=actor, path="", content=content, owner=access.actor.user
+    )
+    return before != content
+
+
+def _import_sessions(
+    access: ProjectAccess,
+    actor: Actor,
+    bundle: Bundle,
+    result: ImportResult,
+    errors: list[dict[str, Any]],
+) -> None:
+    for item in bundle.sessions:
+        try:
+            session_selectors.session_get(access=access, ref=item.external_id)
+        except Http404:
+            pass
+        else:
+            result.unchanged["sessions"] += 1
+            continue
+        try:
+            with item.transcript.open() as lines:
+                session_services.session_import(
+                    project=access.project,
+                    actor=actor,
+                    lines=_lines(lines),
+                    meta=item.meta,
+                    transcript_format="mewcode",
+                    external_id=item.external_id,
+                )
+        except TranscriptFormatError as exc:
+            errors.append(_error(item.file, exc.line or None, exc.reason))
+            continue
+        except ApplicationError as exc:
+            line = exc.details.get("line") if isinstance(exc.details, dict) else None
+            errors.append(_error(item.file, line, exc.message))
+            continue
+        result.created["sessions"] += 1
+
+
+def _lines(stream: Iterable[bytes]) -> Iterable[bytes]:
+    yield from stream
+
+
+@transaction.atomic
+def bundle_import(*, access: ProjectAccess, bundle: Bundle) -> ImportResult:
+    """Write `bundle` into the caller's project, all or nothing.
+
+    Raises ImportFailed listing every error (file, line, message) found in any part; nothing
+    is written then. Idempotent: see the module docstring.
+    """
+    check_import_role(access=access, bundle=bundle)
+    actor = import_actor(access.actor)
+    result = ImportResult(format=bundle.format, import_id=uuid.uuid4().hex)
+    result.warnings = list(bundle.warnings)
+    errors: list[dict[str, Any]] = []
+    _import_memories(access, actor, bundle, result.import_id, result, errors)
+    _import_files(access, actor, bundle, result, errors)
+    _import_sessions(access, actor, bundle, result, errors)
+    if errors:
+        raise ImportFailed(errors)
+    audit_record(
+        actor=actor,
+        verb="interchange.imported",
+        target_type="project",
+        target_id=access.project.pk,
+        project=access.project,
+        after={
+            "format": bundle.format,
+            "import_id": result.import_id,
+            "created": result.created,
+            "unchanged": result.unchanged,
+        },
+    )
+    return result
+
+
+def format_errors(exc: FormatError) -> ImportFailed:
+    return ImportFailed([_error(exc.file, exc.line, exc.reason)])
