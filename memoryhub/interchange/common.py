@@ -35,8 +35,8 @@ def split_frontmatter(text: str, file: str) -> tuple[dict[str, tuple[str, int]],
 
 
 def render_frontmatter(fields: Iterable[tuple[str, str]], body: str) -> str:
-    lines = ["---", *(f"{key}: {_one_line(value)}" for key, value in fields), "---", ""]
-    return "\n".join(lines) + body.rstrip("\n") + "\n"
+    lines = ["---", *(f"{key}: {_one_line(value)}" for key, value in fields), "---", "", ""]
+    return "\n".join(lines) + body.strip("\n") + "\n"
 
 
 def _one_line(value: str) -> str:

@@ -127,15 +127,12 @@ def _import_memories(
     }
     fresh: list[ImportedMemory] = []
     for item, digest in zip(items, hashes, strict=True):
-        key = (_scope(item), digest)
-        if (item.external_id and item.external_id in known_ids) or (
-            not item.external_id and key in known_hashes
-        ):
+        # The same text already in the bank is the same memory, whatever id it came with (an
+        # export of memories made here gets ids on the way back); within one upload, rows with
+        # their own ids stay apart, as the source kept them.
+        if item.external_id in known_ids or (_scope(item), digest) in known_hashes:
             result.unchanged["memories"] += 1
             continue
-        known_hashes.add(key)
-        if item.external_id:
-            known_ids.add(item.external_id)
         provenance: dict[str, Any] = {
             "format": bundle.format,
             "file": item.file[:300],
