@@ -108,9 +108,7 @@ class InterchangeImportApi(APIView):
                 filename = request.query_params.get("filename", "")
                 _spool(request.stream, spooled) if request.stream else None
             with archive.unpack_upload(spooled, filename=filename) as unpacked:
-                result = formats.interchange_import(
-                    access=access, format=fmt, tree=unpacked.tree
-                )
+                result = formats.interchange_import(access=access, format=fmt, tree=unpacked.tree)
         return _result_response(result)
 
 
@@ -138,7 +136,8 @@ class InterchangeExportApi(APIView):
                 {"archive": [f"Use one of {', '.join(ARCHIVE_TYPES)}."]}
             )
         files = formats.interchange_export(access=access, format=fmt)
-        out = tempfile.SpooledTemporaryFile(max_size=8 * CHUNK)
+        # FileResponse closes it once sent.
+        out = tempfile.SpooledTemporaryFile(max_size=8 * CHUNK)  # noqa: SIM115
         (archive.write_zip if kind == "zip" else archive.write_tar)(files, out)
         out.seek(0)
         content_type, suffix = ARCHIVE_TYPES[kind]

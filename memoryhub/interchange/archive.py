@@ -229,7 +229,7 @@ class Unpacked:
 
     def untar(self, file: IO[bytes]) -> None:
         try:
-            archive = tarfile.open(fileobj=file, mode="r:*")
+            archive = tarfile.open(fileobj=file, mode="r:*")  # noqa: SIM115 - `with` below
         except tarfile.TarError as exc:
             raise InvalidArchive(f"Not a readable tar file: {exc}.") from None
         with archive:

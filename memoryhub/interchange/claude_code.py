@@ -42,7 +42,7 @@ ROOT_FILES = ("CLAUDE.md", ".claude/CLAUDE.md")
 MARKERS = (f"{MEMORY_DIR}/{INDEX}", INDEX, *ROOT_FILES, f"{MEMORY_DIR}/")
 TYPES = (Kind.USER, Kind.FEEDBACK, Kind.PROJECT, Kind.REFERENCE)
 # Kinds Claude Code lacks, written under the nearest type (and `kind:` kept beside it).
-_TYPE_OF = {
+_TYPE_OF: dict[str, str] = {
     Kind.SOUL: Kind.USER,
     **{k: Kind.PROJECT for k in (Kind.FACT, Kind.LESSON, Kind.TOPIC, Kind.RULE)},
 }
@@ -137,9 +137,8 @@ def read(tree: Tree) -> Bundle:
         for lineno, line in enumerate(index.read_text().splitlines(), start=1):
             match = _INDEX_LINE.match(line)
             if match and match.group("file") not in listed:
-                bundle.warnings.append(
-                    f"{index.path}:{lineno}: lists {match.group('file')}, which is not in the upload"
-                )
+                missing = match.group("file")
+                bundle.warnings.append(f"{index.path}:{lineno}: lists {missing}, not uploaded")
     home = tree.get(HOME_FILE)
     included, warnings = common.include_closure(
         tree, [*ROOT_FILES, *([HOME_FILE] if home else [])], _imports

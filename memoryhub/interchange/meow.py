@@ -72,7 +72,7 @@ _EXTRA = {
 }
 SCHEMA = [f"CREATE TABLE IF NOT EXISTS {level} ({_COMMON}{_EXTRA[level]})" for level in LEVELS]
 
-_KIND_OF_LEVEL = {
+_KIND_OF_LEVEL: dict[str, str] = {
     "soul": Kind.SOUL,
     "user": Kind.USER,
     "project": Kind.PROJECT,
@@ -81,7 +81,7 @@ _KIND_OF_LEVEL = {
     "topic": Kind.TOPIC,
     "rules": Kind.RULE,
 }
-_LEVEL_OF_KIND = {kind: level for level, kind in _KIND_OF_LEVEL.items()} | {
+_LEVEL_OF_KIND: dict[str, str] = {kind: level for level, kind in _KIND_OF_LEVEL.items()} | {
     Kind.FEEDBACK: "lesson",
     Kind.REFERENCE: "fact",
 }
@@ -223,7 +223,7 @@ def _values(memory: SnapshotMemory, slug: str) -> tuple[str, dict[str, Any]]:
     }
     if level in ("project", "fact", "lesson", "topic", "rules"):
         default = slug if memory.scope == Scope.PROJECT and level != "rules" else None
-        project = meta["project"] if "project" in meta else default
+        project = meta.get("project", default)
         values["project"] = project if project is not None or level != "project" else slug
     if level == "project":
         values["subcategory"] = memory.subcategory or None

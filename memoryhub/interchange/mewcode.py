@@ -54,7 +54,7 @@ CATEGORIES = (
     ("参考资料", Kind.REFERENCE, PROJECT_DIR),
 )
 _HEADER_KIND = {header: kind for header, kind, _ in CATEGORIES}
-_KIND_HEADER = {
+_KIND_HEADER: dict[str, str] = {
     Kind.USER: "用户偏好",
     Kind.SOUL: "用户偏好",
     Kind.FEEDBACK: "纠正反馈",

@@ -8,7 +8,15 @@ from memoryhub.memories.models import Memory
 from memoryhub.recall.models import InstructionFile
 from projects.models import Project
 from projects.services import project_create
-from tests.interchange.helpers import FIXTURE_MTIME, bank, download, tree_files, unzip, upload, zip_bytes
+from tests.interchange.helpers import (
+    FIXTURE_MTIME,
+    bank,
+    download,
+    tree_files,
+    unzip,
+    upload,
+    zip_bytes,
+)
 from tests.recall.memories import add_memory
 
 
@@ -41,7 +49,9 @@ def test_it_imports_a_claude_code_memory_directory(
 
 def test_the_memory_folder_alone_is_enough(project: Project, alice_client: APIClient) -> None:
     files = {
-        k[len("memory/") :]: v for k, v in tree_files("claude_code").items() if k.startswith("memory/")
+        k[len("memory/") :]: v
+        for k, v in tree_files("claude_code").items()
+        if k.startswith("memory/")
     }
     response = upload(alice_client, "alpha", "claude_code", zip_bytes(files, prefix="memory/"))
     assert response.status_code == 201, response.content
@@ -81,7 +91,10 @@ def test_memoryhub_kinds_keywords_and_importance_survive_the_trip(
     alice: User, project: Project, alice_client: APIClient
 ) -> None:
     add_memory(
-        alice_client, "Deploys go out on Tuesdays only", "rule", importance=3,
+        alice_client,
+        "Deploys go out on Tuesdays only",
+        "rule",
+        importance=3,
         keywords=["deploy", "tuesday"],
     )
     add_memory(alice_client, "The staging database is reset nightly", "fact")

@@ -60,7 +60,9 @@ def test_it_imports_every_level_of_a_memory_db(
         if row.get("corrected"):
             expected_kind = "feedback"
         assert memory.kind == expected_kind, row
-        assert memory.scope == ("user" if expected_kind in ("soul", "user", "feedback") else "project")
+        assert memory.scope == (
+            "user" if expected_kind in ("soul", "user", "feedback") else "project"
+        )
     assert by_id[MEOW_ROWS[2][1]["id"]].subcategory == "overview"
     assert by_id[MEOW_ROWS[3][1]["id"]].subcategory == "todo"
     assert by_id[MEOW_ROWS[9][1]["id"]].goal == "决定 CI 的时区策略"
@@ -100,8 +102,12 @@ def test_memories_made_here_get_meow_ids_and_levels(
 ) -> None:
     created = alice_client.post(
         "/api/v1/projects/alpha/memories/",
-        {"content": "Docs live at docs.example.org", "kind": "reference", "importance": 2,
-         "keywords": ["docs"]},
+        {
+            "content": "Docs live at docs.example.org",
+            "kind": "reference",
+            "importance": 2,
+            "keywords": ["docs"],
+        },
         format="json",
     )
     assert created.status_code == 201
@@ -119,8 +125,18 @@ def test_memories_made_here_get_meow_ids_and_levels(
 def test_a_bad_row_is_named_and_nothing_is_imported(
     project: Project, alice_client: APIClient, tmp_path: Path
 ) -> None:
-    rows = [*MEOW_ROWS[:3], ("fact", {"id": "mmqf1a2bf-ca1b2c3d4e5f60718293a4b5c6",
-                                      "content": "x", "keywords": ["a"], "status": "deleted"})]
+    rows = [
+        *MEOW_ROWS[:3],
+        (
+            "fact",
+            {
+                "id": "mmqf1a2bf-ca1b2c3d4e5f60718293a4b5c6",
+                "content": "x",
+                "keywords": ["a"],
+                "status": "deleted",
+            },
+        ),
+    ]
     data = meow_db(tmp_path / "memory.db", rows).read_bytes()
     response = upload(alice_client, "alpha", "meow", zip_bytes({".dsh-meow/memory.db": data}))
     assert response.status_code == 400, response.content
@@ -140,9 +156,22 @@ def test_secrets_in_rows_are_redacted(
     project: Project, alice_client: APIClient, tmp_path: Path
 ) -> None:
     secret = "AKIA" + "ABCDEFGHIJKLMNOP"
-    rows = [("fact", {"id": "mmqf1a2bf-da1b2c3d4e5f60718293a4b5c6",
-                      "content": f"deploy key {secret}", "keywords": [secret, "deploy"]})]
-    upload(alice_client, "alpha", "meow", meow_db(tmp_path / "memory.db", rows).read_bytes(),
-           "memory.db")
+    rows = [
+        (
+            "fact",
+            {
+                "id": "mmqf1a2bf-da1b2c3d4e5f60718293a4b5c6",
+                "content": f"deploy key {secret}",
+                "keywords": [secret, "deploy"],
+            },
+        )
+    ]
+    upload(
+        alice_client,
+        "alpha",
+        "meow",
+        meow_db(tmp_path / "memory.db", rows).read_bytes(),
+        "memory.db",
+    )
     memory = Memory.objects.get()
     assert secret not in memory.content and secret not in " ".join(memory.keywords)

@@ -66,7 +66,10 @@ def test_export_writes_the_memory_root_back_and_round_trips(
     outputs = [
         sorted(
             Stage1Output.objects.filter(project=p).values_list(
-                "session__external_id", "raw_memory", "rollout_summary", "rollout_slug",
+                "session__external_id",
+                "raw_memory",
+                "rollout_summary",
+                "rollout_slug",
                 "generated_at",
             )
         )

@@ -44,7 +44,9 @@ class Command(BaseCommand):
                         access=access, format=options["format"], tree=unpacked.tree
                     )
         except ApplicationError as exc:
-            raise CommandError(f"{exc.message}\n{json.dumps(exc.details, ensure_ascii=False)}")
+            raise CommandError(
+                f"{exc.message}\n{json.dumps(exc.details, ensure_ascii=False)}"
+            ) from None
         for warning in result.warnings:
             self.stderr.write(f"warning: {warning}")
         return (
