@@ -95,6 +95,9 @@ PROJECT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("delete", P + "/recall-files/user/prefs.md", None),
     ("post", P + "/recall-files/sync/", {"scope": "project", "files": [RECALL_FILE]}),
     ("post", P + "/recall/", {"query": "hello", "session_id": "s1"}),
+    ("get", P + "/interchange/", None),
+    ("get", P + "/interchange/meow/export/", None),
+    ("post", P + "/interchange/mewcode/import/", {"file": "x"}),
 ]
 ACCOUNT_ENDPOINTS: list[tuple[str, str, Any]] = [
     ("get", "/api/v1/me/", None),

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.core.api import actor_of
+from accounts.actors import actor_of
 from memoryhub.core.exceptions import PayloadTooLarge
 from memoryhub.interchange import archive, formats
 from memoryhub.interchange.services import ImportResult
