@@ -7,12 +7,16 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from accounts.actors import Actor
 from accounts.services import token_create, user_get_or_create
+from memoryhub.web.demo import demo_content
 from projects.models import Project
 from projects.services import project_create
 
 
 class Command(BaseCommand):
-    help = "Create the demo user, project and token once (used by `make run`)."
+    help = (
+        "Create the demo user, project and token once, with sessions and memories to review "
+        "(used by `make run`)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="demo")
@@ -30,11 +34,14 @@ class Command(BaseCommand):
             slug=options["project"], name="Demo project", owner=user, actor=actor
         )
         _, raw = token_create(user=user, name="demo agent", project=project, actor=actor)
+        demo_content(project=project, user=user)
         lines = [
             "Demo setup (shown once, keep it):",
             f"  user:     {user.username}" + (f"  password: {password}" if password else ""),
             f"  project:  {project.slug}",
             f"  token:    {raw}",
+            f"  dashboard: {settings.SITE_URL}/  (sign in as {user.username}; the worker turns "
+            "the demo sessions into proposed memories within a minute)",
             "  try:     curl -H 'Authorization: Bearer <token>' "
             f"{settings.SITE_URL}/api/v1/projects/{project.slug}/memories/",
         ]
