@@ -63,6 +63,10 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy .
 
+# The main dashboard pages, EN/ZH × light/dark, into docs/screenshots/ (needs /usr/bin/chromium).
+screenshots: install
+	$(PY) -m pytest tests/web/screenshots.py -p no:cacheprovider -q
+
 schema: install
 	$(PY) manage.py spectacular --file var/openapi.yaml --validate --fail-on-warn
 

@@ -8,9 +8,9 @@ from datetime import date, timedelta
 
 WIDTH = 600
 HEIGHT = 150
-PAD_LEFT = 34
-PAD_BOTTOM = 18
-PAD_TOP = 8
+PAD_LEFT = 40
+PAD_BOTTOM = 22
+PAD_TOP = 16
 
 
 @dataclass

@@ -35,26 +35,43 @@ STATUS_CHOICES = [
 ]
 
 
+# Kinds by their stored name: short, and the same word the API and the agents use.
+KIND_CHOICES: list[tuple[str, Any]] = [(kind, kind) for kind in Kind.values]
+
+
 def _blank(label: Any) -> list[tuple[str, Any]]:
     return [("", label)]
 
 
 class MemoryFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=500, label=_("Search"))
-    kind = forms.ChoiceField(required=False, choices=_blank(_("Any kind")) + Kind.choices)
-    scope = forms.ChoiceField(required=False, choices=_blank(_("Any scope")) + Scope.choices)
-    status = forms.ChoiceField(required=False, choices=STATUS_CHOICES)
-    importance = forms.IntegerField(required=False, min_value=1, max_value=32767)
+    kind = forms.ChoiceField(
+        required=False, choices=_blank(_("Any kind")) + KIND_CHOICES, label=_("Kind")
+    )
+    scope = forms.ChoiceField(
+        required=False,
+        choices=[("", _("Any scope")), (Scope.PROJECT, _("Project")), (Scope.USER, _("Mine"))],
+        label=_("Scope"),
+    )
+    status = forms.ChoiceField(required=False, choices=STATUS_CHOICES, label=_("Status"))
+    importance = forms.IntegerField(
+        required=False, min_value=1, max_value=32767, label=_("Importance")
+    )
     owner = forms.CharField(required=False, max_length=150, label=_("Author"))
     subcategory = forms.ChoiceField(
-        required=False, choices=_blank(_("Any subcategory")) + Subcategory.choices
+        required=False,
+        choices=_blank(_("Any subcategory")) + Subcategory.choices,
+        label=_("Subcategory"),
     )
     age = forms.ChoiceField(
         required=False,
         choices=_blank(_("Any age")) + [(k, label) for k, (_d, label) in AGES.items()],
+        label=_("Age"),
     )
     sort = forms.ChoiceField(
-        required=False, choices=[(k, label) for k, (_f, label) in SORTS.items()]
+        required=False,
+        choices=[(k, label) for k, (_f, label) in SORTS.items()],
+        label=_("Sort"),
     )
     cursor = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
     page = forms.IntegerField(required=False, min_value=1, max_value=20, widget=forms.HiddenInput)
@@ -68,7 +85,7 @@ class MemoryEditForm(forms.Form):
     title = forms.CharField(required=False, max_length=200, label=_("Title"))
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), label=_("Content"))
     keywords = forms.CharField(required=False, label=_("Keywords"), help_text=_("Comma-separated."))
-    kind = forms.ChoiceField(choices=Kind.choices, label=_("Kind"))
+    kind = forms.ChoiceField(choices=KIND_CHOICES, label=_("Kind"))
     subcategory = forms.ChoiceField(
         required=False, choices=_blank("—") + Subcategory.choices, label=_("Subcategory")
     )

@@ -22,6 +22,44 @@ VERBS = {
 }
 
 
+STATUSES = {
+    "proposed": _("Proposed"),
+    "active": _("Active"),
+    "stale": _("Stale"),
+    "archived": _("Archived"),
+}
+KINDS = {
+    "soul": _("soul: the agent's own identity and manner"),
+    "user": _("user: who the user is, their preferences"),
+    "feedback": _("feedback: corrections the user gave"),
+    "project": _("project: project knowledge"),
+    "reference": _("reference: pointers to docs, URLs, dashboards"),
+    "fact": _("fact"),
+    "lesson": _("lesson: a pitfall learned"),
+    "topic": _("topic: an ongoing thread with a goal"),
+    "rule": _("rule: a design principle"),
+}
+SCOPES = {
+    "project": _("Project: every member sees it"),
+    "user": _("Private: only its owner sees it"),
+}
+
+
+@register.filter
+def status_label(status: str) -> Any:
+    return STATUSES.get(status, status)
+
+
+@register.filter
+def kind_label(kind: str) -> Any:
+    return KINDS.get(kind, kind)
+
+
+@register.filter
+def scope_label(scope: str) -> Any:
+    return SCOPES.get(scope, scope)
+
+
 @register.filter
 def lookup(mapping: Any, key: Any) -> Any:
     """{{ dict|lookup:key }}: a dict entry by a variable key (None when absent)."""
