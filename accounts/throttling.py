@@ -8,6 +8,7 @@ API_TOKEN_RATE_LIMIT and API_USER_RATE_LIMIT ("1200/min"; "off" disables one).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +17,8 @@ from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
 from accounts.models import ApiToken
+
+logger = logging.getLogger(__name__)
 
 
 class _ConfiguredThrottle(SimpleRateThrottle):
@@ -34,7 +37,12 @@ class _ConfiguredThrottle(SimpleRateThrottle):
     def allow_request(self, request: Request, view: Any) -> bool:
         if self.rate is None:
             return True
-        return super().allow_request(request, view)
+        try:
+            return super().allow_request(request, view)
+        except Exception as exc:  # the counter's store (Redis) is down: fail open
+            # Agents must keep working through a Redis outage; limits resume when it is back.
+            logger.warning("Rate limit not applied, throttle cache unavailable: %s", exc)
+            return True
 
 
 class TokenRateThrottle(_ConfiguredThrottle):

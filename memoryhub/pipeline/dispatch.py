@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.db import transaction
+
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.pipeline import services, tasks
 from memoryhub.pipeline.dream import schedule
@@ -16,8 +18,22 @@ logger = logging.getLogger(__name__)
 
 
 def send(task: Any, job_id: int) -> None:
-    """Enqueue when the surrounding transaction commits (celery-types lacks the method)."""
-    task.delay_on_commit(job_id)
+    """Enqueue when the surrounding transaction commits.
+
+    The job row, not the message, is the record of the work: when the broker is down the
+    send is logged and dropped, the request still succeeds, and beat's next scan (every
+    PIPELINE_SCAN_SECONDS) sends every claimable job again once the broker is back.
+    """
+    transaction.on_commit(lambda: _publish(task, job_id), robust=True)
+
+
+def _publish(task: Any, job_id: int) -> None:
+    try:
+        task.apply_async((job_id,))
+    except Exception as exc:  # kombu raises many types for "broker unreachable"
+        logger.warning(
+            "Broker unavailable; %s of job %s waits for the next scan: %s", task.name, job_id, exc
+        )
 
 
 def scan_project(project: Project) -> dict[str, int]:
