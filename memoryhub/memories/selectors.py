@@ -118,3 +118,46 @@ def memory_get(*, access: ProjectAccess, public_id: str) -> Memory:
 
 def memory_events(*, memory: Memory) -> QuerySet[MemoryEvent]:
     return memory.events.select_related("actor_user").order_by("created_at", "id")
+
+
+# Actor labels of the bank's own processes (accounts.actors.Actor.for_system): a change by
+# anyone else is a person's decision.
+SYSTEM_ACTORS = ("pipeline", "dream")
+
+
+def memory_decided_by_people(*, project: Project) -> QuerySet[MemoryEvent, int]:
+    """Ids of the project's memories that a person (or their agent) changed after they were
+    written: archived, marked stale, restored, edited, approved…"""
+    events = MemoryEvent.objects.filter(project=project).exclude(verb="created")
+    for label in SYSTEM_ACTORS:
+        events = events.exclude(actor_label=label).exclude(actor_label__startswith=f"{label}:")
+    return events.values_list("memory_id", flat=True).distinct()
+
+
+def memory_extracted_before(
+    *,
+    project: Project,
+    kind: str,
+    source_session: str,
+    record_start: int | None,
+    record_end: int | None,
+    content_hash: str,
+) -> Memory | None:
+    """The memory a re-extraction replaces: the same kind from the same session and record
+    range, or (when it was archived or marked stale, which memory_remember does not merge
+    into) the same content. None when the extraction is new."""
+    same_source = Q(
+        source_session=source_session,
+        source_record_start=record_start,
+        source_record_end=record_end,
+    )
+    withdrawn = Q(
+        content_hash=content_hash, status__in=(Memory.Status.ARCHIVED, Memory.Status.STALE)
+    )
+    query = withdrawn | same_source if source_session else withdrawn
+    return (
+        Memory.objects.filter(project=project, kind=kind)
+        .filter(query)
+        .order_by("created_at", "pk")
+        .first()
+    )

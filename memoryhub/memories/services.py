@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.actors import Actor
@@ -318,6 +318,80 @@ def _reindex_batch(batch: list[Memory]) -> int:
     MemoryTerm.objects.bulk_create(_postings(batch), batch_size=2000)
     Memory.objects.bulk_update(batch, ["term_count"], batch_size=1000)
     return len(batch)
+
+
+# --- bank-wide writes of the pipeline (clear, rebuild, dream) -------------------------------
+
+DERIVED_VIA = (Memory.Via.PIPELINE, Memory.Via.DREAM)
+
+
+@dataclass
+class ClearResult:
+    cleared: int  # memories deleted (not the rows that went with them)
+    kept: int  # derived memories kept because a person decided something about them
+
+
+@transaction.atomic
+def memory_clear_derived(
+    *,
+    project: Project,
+    keep_human_decisions: bool = False,
+    keep_ids: Collection[int] = (),
+    created_before: datetime | None = None,
+) -> ClearResult:
+    """Delete what the pipeline and the dream wrote into `project`'s bank (their history and
+    postings go with them); memories people or agents wrote stay.
+
+    The end of a rebuild passes keep_human_decisions (derived memories a person archived,
+    marked stale, restored, edited or approved stay), keep_ids (what the re-extraction found
+    again or wrote) and created_before (the rebuild's start)."""
+    derived = Memory.objects.filter(project=project, created_via__in=DERIVED_VIA)
+    if created_before is not None:
+        derived = derived.filter(created_at__lt=created_before)
+    if keep_ids:
+        derived = derived.exclude(pk__in=list(keep_ids))
+    kept = 0
+    if keep_human_decisions:
+        decided = selectors.memory_decided_by_people(project=project)
+        kept = derived.filter(pk__in=decided).count()
+        derived = derived.exclude(pk__in=decided)
+    deleted = derived.delete()[1]
+    return ClearResult(cleared=deleted.get(Memory._meta.label, 0), kept=kept)
+
+
+@transaction.atomic
+def memory_stamp(*, project: Project, source_session: str, at: datetime, actor: Actor) -> int:
+    """meow's finalizeDream stamp: updated_at = max(updated_at, at) for the memories written
+    from `source_session`, each with a "dream_stamped" event. Returns how many were stamped."""
+    stamped = list(
+        Memory.objects.select_for_update().filter(
+            project=project, source_session=source_session, updated_at__lt=at
+        )
+    )
+    if not stamped:
+        return 0
+    Memory.objects.filter(pk__in=[m.pk for m in stamped]).update(updated_at=at)
+    MemoryEvent.objects.bulk_create(
+        [
+            _event(
+                m,
+                actor,
+                "dream_stamped",
+                {"updated_at": m.updated_at.isoformat()},
+                {"updated_at": at.isoformat()},
+            )
+            for m in stamped
+        ]
+    )
+    return len(stamped)
+
+
+def memory_record_access(*, memory_ids: Sequence[int], at: datetime) -> None:
+    """Bookkeeping of reads (search): hit counts and last access. No event: nothing a person
+    would call a change."""
+    Memory.objects.filter(pk__in=list(memory_ids)).update(
+        hit_count=F("hit_count") + 1, last_accessed_at=at
+    )
 
 
 # --- memory_remember: the write path of agents and the pipeline -----------------------------

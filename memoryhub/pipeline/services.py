@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Least
 from django.utils import timezone
 
@@ -26,10 +26,11 @@ from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.services import audit_record
 from memoryhub.llm import client as llm
 from memoryhub.memories import artifacts
+from memoryhub.memories import selectors as memory_selectors
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
-from memoryhub.memories.models import BankArtifact, Memory
+from memoryhub.memories.models import BankArtifact, Memory, content_hash
 from memoryhub.memories.selectors import memory_project_level
-from memoryhub.memories.services import MemoryInput, memory_remember
+from memoryhub.memories.services import MemoryInput, memory_clear_derived, memory_remember
 from memoryhub.pipeline import consolidation, extractor, jobs, prompts
 from memoryhub.pipeline.conf import PipelineConfig, pipeline_config, review_required
 from memoryhub.pipeline.models import Job, Stage1Output
@@ -39,7 +40,6 @@ from projects.models import Project
 logger = logging.getLogger(__name__)
 
 PIPELINE = "pipeline"
-DERIVED_VIA = (Memory.Via.PIPELINE, Memory.Via.DREAM)
 
 
 def consolidate_key(project: Project) -> str:
@@ -204,8 +204,23 @@ def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
     memories = _typed_memories(project, records, existing, config)
     status = Memory.Status.PROPOSED if review_required(project.settings) else Memory.Status.ACTIVE
     actor = Actor.for_system(PIPELINE, user=session.created_by_user)
-    merged = 0
+    merged = kept = 0
+    ids: list[int] = []  # what this extraction found again or wrote (a rebuild keeps these)
     for item in memories:
+        # A re-extraction (a rebuild, a lost watermark) finds the memory it would replace and
+        # keeps it as it is: its id, status, reason, edits and history are people's decisions.
+        before = memory_selectors.memory_extracted_before(
+            project=project,
+            kind=item.kind,
+            source_session=session.external_id,
+            record_start=item.record_start,
+            record_end=item.record_end,
+            content_hash=content_hash(redaction.redact(item.content)[0]),
+        )
+        if before is not None:
+            kept += 1
+            ids.append(before.pk)
+            continue
         result = memory_remember(
             project=project,
             actor=actor,
@@ -224,9 +239,16 @@ def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
             ),
         )
         merged += int(result.merged)
+        ids.append(result.memory.pk)
     rollout = _rollout(project, session, records, memories, config)
     _store_rollout(session, rollout, watermark)
-    return {"memories": len(memories), "merged": merged, "records": len(records)}
+    return {
+        "memories": len(memories),
+        "merged": merged,
+        "kept": kept,
+        "records": len(records),
+        "memory_ids": ids,
+    }
 
 
 @transaction.atomic
@@ -370,21 +392,33 @@ def _check_confirmation(project: Project, confirm: str) -> None:
         )
 
 
+def _deleted(qs: QuerySet[Any]) -> int:
+    """Rows of qs's own model deleted (not the rows that cascaded with them)."""
+    return qs.delete()[1].get(qs.model._meta.label, 0)
+
+
 @transaction.atomic
 def bank_clear(
-    *, project: Project, actor: Actor, confirm: str, include_transcripts: bool = False
+    *,
+    project: Project,
+    actor: Actor,
+    confirm: str,
+    include_transcripts: bool = False,
+    keep_memories: bool = False,
 ) -> dict[str, int]:
     """Delete what the pipeline derived (memories, artifacts, stage-1 outputs, jobs), and the
-    transcripts only when asked. Memories people or agents wrote directly stay."""
+    transcripts only when asked. Memories people or agents wrote directly stay; a rebuild
+    keeps the derived ones too (keep_memories) and matches them as it re-extracts."""
     _check_confirmation(project, confirm)
+    cleared = 0 if keep_memories else memory_clear_derived(project=project).cleared
     counts = {
-        "memories": Memory.objects.filter(project=project, created_via__in=DERIVED_VIA).delete()[0],
-        "artifacts": BankArtifact.objects.filter(project=project).delete()[0],
-        "stage1_outputs": Stage1Output.objects.filter(project=project).delete()[0],
-        "jobs": Job.objects.filter(project=project).exclude(kind=Job.Kind.REBUILD).delete()[0],
+        "memories": cleared,
+        "artifacts": _deleted(BankArtifact.objects.filter(project=project)),
+        "stage1_outputs": _deleted(Stage1Output.objects.filter(project=project)),
+        "jobs": _deleted(Job.objects.filter(project=project).exclude(kind=Job.Kind.REBUILD)),
     }
     if include_transcripts:
-        counts["sessions"] = AgentSession.objects.filter(project=project).delete()[0]
+        counts["sessions"] = _deleted(AgentSession.objects.filter(project=project))
     audit_record(
         actor=actor,
         project=project,
@@ -408,7 +442,8 @@ def bank_rebuild_start(*, project: Project, actor: Actor, confirm: str) -> Job:
     )
     if running.exists():
         raise ApplicationError("A rebuild of this project is already running.")
-    bank_clear(project=project, actor=actor, confirm=confirm)
+    # Memories stay until the re-extraction has matched them (see rebuild).
+    bank_clear(project=project, actor=actor, confirm=confirm, keep_memories=True)
     job = jobs.ensure(
         kind=Job.Kind.REBUILD, key=consolidate_key(project), project=project, bump=True
     )
@@ -434,7 +469,9 @@ def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
         )
     )
     total = len(sessions) + 1
-    extracted = 0
+    started = timezone.now()
+    extracted = kept = 0
+    found: set[int] = set()
     for done, session in enumerate(sessions, 1):
         stage1 = jobs.ensure(
             kind=Job.Kind.STAGE1,
@@ -446,13 +483,29 @@ def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
         )
         if stage1_run(job_id=stage1.pk) == "done":
             extracted += 1
+            stage1.refresh_from_db(fields=["detail"])
+            kept += int(stage1.detail.get("kept", 0))
+            found.update(stage1.detail.get("memory_ids", []))
         if not jobs.heartbeat(
             claim, lease_seconds=config.phase2_lease_seconds, progress=int(100 * done / total)
         ):
             raise RuntimeError("lost the rebuild's lease")
+    # What the sessions no longer yield goes, unless a person decided something about it.
+    removed = memory_clear_derived(
+        project=project, keep_human_decisions=True, keep_ids=found, created_before=started
+    )
     consolidation_mark_dirty(project=project)
     consolidated = consolidate(project=project)
-    return {"sessions": len(sessions), "extracted": extracted, "consolidation": consolidated}
+    return {
+        "sessions": len(sessions),
+        "extracted": extracted,
+        # Re-extracted memories matched to the ones they replace, kept with their id, status,
+        # reason, edits and history.
+        "memories_kept": kept,
+        "memories_removed": removed.cleared,
+        "memories_kept_by_decision": removed.kept,
+        "consolidation": consolidated,
+    }
 
 
 def rebuild_run(*, job_id: int) -> str:

@@ -50,7 +50,7 @@ from memoryhub.memories import artifacts, markup
 from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory
 from memoryhub.memories.selectors import memory_visible_q
-from memoryhub.recall import instructions
+from memoryhub.recall import instructions, services
 from memoryhub.recall.conf import recall_config
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.conversation import CHARS_PER_TOKEN
@@ -643,15 +643,6 @@ def build_payload(
 def mark_injected(*, session: AgentSession, payload: Payload) -> None:
     """Record the payload's memories as injected into `session` (an upsert: injected again
     after a compaction counts as seen again)."""
-    now = timezone.now()
-    RecallSeen.objects.bulk_create(
-        [
-            RecallSeen(
-                session=session, memory_id=pk, reason=RecallSeen.Reason.INJECTED, created_at=now
-            )
-            for pk in payload.memory_pks
-        ],
-        update_conflicts=True,
-        unique_fields=["session", "memory", "reason"],
-        update_fields=["created_at"],
+    services.recall_seen_mark(
+        session=session, memory_ids=payload.memory_pks, reason=RecallSeen.Reason.INJECTED
     )

@@ -16,16 +16,17 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.memories import index, text
 from memoryhub.memories.models import Memory
 from memoryhub.memories.selectors import memory_scope_q, memory_visible_q
-from memoryhub.recall import scoring
+from memoryhub.memories.services import memory_record_access
+from memoryhub.recall import scoring, selectors, services
 from memoryhub.recall.conf import RecallConfig, recall_config
 from memoryhub.recall.models import RecallSeen
-from memoryhub.sessions.models import AgentSession, SessionRecord
+from memoryhub.sessions.models import AgentSession
 from projects.selectors import ProjectAccess
 
 QUERY_MAX_TERMS = 64
@@ -112,19 +113,6 @@ def raw_pool(
     return [(visible[i], raw) for i, raw in ranked if i in visible]
 
 
-def _seen_ids(session: AgentSession) -> set[int]:
-    boundary = (
-        SessionRecord.objects.filter(session=session, type="compact_boundary")
-        .order_by("-index")
-        .values_list("created_at", flat=True)
-        .first()
-    )
-    seen = RecallSeen.objects.filter(session=session)
-    if boundary is not None:
-        seen = seen.filter(created_at__gt=boundary)
-    return set(seen.values_list("memory_id", flat=True))
-
-
 def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
     """The best `k` memories for the query, best first.
 
@@ -132,7 +120,7 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
     5 + 5). Results are recorded as searched by the session and their hit counts go up.
     """
     now = query.as_of or timezone.now()
-    seen = _seen_ids(query.session) if query.session is not None else set()
+    seen = selectors.seen_memory_ids(session=query.session) if query.session is not None else set()
     # With a session, seen memories after the first five do not count: look that much deeper.
     config = recall_config(access.project.settings)
     pool = raw_pool(access, query, now, min(query.k + len(seen), index.MAX_CANDIDATES), config)
@@ -177,16 +165,8 @@ def _record_access(hits: list[Hit], session: AgentSession | None) -> None:
     seen again after a compaction counts as seen again)."""
     ids = [hit.memory.pk for hit in hits]
     now = timezone.now()
-    Memory.objects.filter(pk__in=ids).update(hit_count=F("hit_count") + 1, last_accessed_at=now)
+    memory_record_access(memory_ids=ids, at=now)
     if session is not None:
-        RecallSeen.objects.bulk_create(
-            [
-                RecallSeen(
-                    session=session, memory_id=i, reason=RecallSeen.Reason.SEARCHED, created_at=now
-                )
-                for i in ids
-            ],
-            update_conflicts=True,
-            unique_fields=["session", "memory", "reason"],
-            update_fields=["created_at"],
+        services.recall_seen_mark(
+            session=session, memory_ids=ids, reason=RecallSeen.Reason.SEARCHED
         )

@@ -105,15 +105,35 @@ def last_compact_at(*, session: AgentSession) -> datetime | None:
     )
 
 
-def injected_memory_ids(*, session: AgentSession, among: Iterable[int]) -> set[int]:
-    """Which of the memories `among` were injected into the session since its last compaction."""
-    seen = RecallSeen.objects.filter(
-        session=session, reason=RecallSeen.Reason.INJECTED, memory_id__in=list(among)
-    )
+def seen_memory_ids(
+    *,
+    session: AgentSession,
+    reason: str | None = None,
+    among: Iterable[int] | None = None,
+) -> set[int]:
+    """THE "seen since the last compaction" rule: memories shown to the session (injected or
+    returned by a search; only `reason` when given; only those `among` when given) since its
+    last compact boundary. Seen-rows are written by services.recall_seen_mark only."""
+    seen = RecallSeen.objects.filter(session=session)
+    if reason is not None:
+        seen = seen.filter(reason=reason)
+    if among is not None:
+        seen = seen.filter(memory_id__in=list(among))
     boundary = last_compact_at(session=session)
     if boundary is not None:
         seen = seen.filter(created_at__gt=boundary)
     return set(seen.values_list("memory_id", flat=True))
+
+
+def injected_memory_ids(*, session: AgentSession, among: Iterable[int]) -> set[int]:
+    """Which of the memories `among` were injected into the session since its last compaction."""
+    return seen_memory_ids(session=session, reason=RecallSeen.Reason.INJECTED, among=among)
+
+
+def session_touched_memory_ids(*, session: AgentSession) -> QuerySet[RecallSeen, int]:
+    """Every memory ever shown to the session, compactions or not (the dream's window), as a
+    subquery."""
+    return RecallSeen.objects.filter(session=session).values_list("memory_id", flat=True)
 
 
 def surfaced_file_ids(*, session: AgentSession) -> set[int]:

@@ -383,23 +383,28 @@ def recall_text(blocks: Sequence[str]) -> str:
 
 
 @transaction.atomic
-def recall_mark_injected(
-    *, session: AgentSession, memory_ids: Sequence[int], file_ids: Sequence[int]
+def recall_seen_mark(
+    *,
+    session: AgentSession,
+    memory_ids: Sequence[int],
+    reason: str,
+    file_ids: Sequence[int] = (),
 ) -> None:
-    """Bookkeeping: the session has now seen these memories and files (an upsert, so what is
-    shown again after a compaction counts as shown again)."""
+    """THE seen-set write: the session has now seen these memories (injected or searched) and
+    recall files. An upsert, so what is shown again after a compaction counts as shown again
+    (selectors.seen_memory_ids reads it)."""
     now = timezone.now()
     RecallSeen.objects.bulk_create(
         [
-            RecallSeen(
-                session=session, memory_id=i, reason=RecallSeen.Reason.INJECTED, created_at=now
-            )
+            RecallSeen(session=session, memory_id=i, reason=reason, created_at=now)
             for i in memory_ids
         ],
         update_conflicts=True,
         unique_fields=["session", "memory", "reason"],
         update_fields=["created_at"],
     )
+    if not file_ids:
+        return
     RecallSurfaced.objects.bulk_create(
         [RecallSurfaced(session=session, recall_file_id=i, created_at=now) for i in file_ids],
         update_conflicts=True,
@@ -433,9 +438,10 @@ def recall_for_message(
     )
     files = selectors.recall_files_with_content(files=chosen)
     text = recall_text([hits_block(hits), recall_files.render(files, now)])
-    recall_mark_injected(
+    recall_seen_mark(
         session=session,
         memory_ids=[hit.memory.pk for hit in hits],
+        reason=RecallSeen.Reason.INJECTED,
         file_ids=[file.pk for file in files],
     )
     return RecallResult(hits=hits, files=files, text=text, now=now)

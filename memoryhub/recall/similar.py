@@ -26,13 +26,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from django.db.models import Q
-from django.utils import timezone
 
 from memoryhub.memories import text
 from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory, MemoryTerm
 from memoryhub.memories.selectors import memory_visible_q
-from memoryhub.recall import search
+from memoryhub.recall import selectors, services
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.models import AgentSession
 from projects.selectors import ProjectAccess
@@ -99,7 +98,7 @@ def find_similar(
     k = max(1, min(k, MAX_K))
     excluded = {target.pk}
     if session is not None:
-        excluded |= search._seen_ids(session)
+        excluded |= selectors.seen_memory_ids(session=session)
     found: Counter[int] = Counter()
     for term in _target_terms(target):
         rows = (
@@ -129,20 +128,9 @@ def find_similar(
     scored.sort(key=lambda pair: (-pair[0], pair[1].created_at, pair[1].pk))
     results = [Similar(memory=memory, score=round(score, 3)) for score, memory in scored[:k]]
     if session is not None:
-        _mark_searched(session, [r.memory.pk for r in results])
+        services.recall_seen_mark(
+            session=session,
+            memory_ids=[r.memory.pk for r in results],
+            reason=RecallSeen.Reason.SEARCHED,
+        )
     return results
-
-
-def _mark_searched(session: AgentSession, ids: list[int]) -> None:
-    now = timezone.now()
-    RecallSeen.objects.bulk_create(
-        [
-            RecallSeen(
-                session=session, memory_id=i, reason=RecallSeen.Reason.SEARCHED, created_at=now
-            )
-            for i in ids
-        ],
-        update_conflicts=True,
-        unique_fields=["session", "memory", "reason"],
-        update_fields=["created_at"],
-    )

@@ -94,3 +94,112 @@ def test_the_guard_sees_a_second_spelling(tmp_path: Path) -> None:
             if kw.arg and _visibility_lookup(kw.arg, memory_module)
         ]
         assert hits, sample
+
+
+# --- one write path to the bank ---------------------------------------------------------------
+
+_BANK_MODELS = {"Memory", "MemoryEvent", "MemoryTerm"}
+_WRITES = {"update", "delete", "bulk_create", "bulk_update", "create", "get_or_create"}
+_WRITES |= {"update_or_create", "save"}
+
+
+def _root_name(node: ast.expr) -> str:
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        else:
+            return node.id if isinstance(node, ast.Name) else ""
+
+
+def bank_writes_outside_services(root: Path = ROOT) -> list[str]:
+    found = []
+    for rel, tree in _modules(root):
+        if rel == "memoryhub/memories/services.py":
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "MemoryEvent":
+                found.append(f"{rel}:{node.lineno} MemoryEvent(…)")
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in _WRITES
+                and _root_name(func.value) in _BANK_MODELS
+            ):
+                found.append(f"{rel}:{node.lineno} {_root_name(func.value)}….{func.attr}()")
+    return found
+
+
+def test_only_memories_services_writes_memories_and_their_events() -> None:
+    offenders = bank_writes_outside_services()
+    assert offenders == [], (
+        "Write memories and memory events through memoryhub.memories.services:\n"
+        + "\n".join(offenders)
+    )
+
+
+def test_the_write_guard_sees_direct_writes() -> None:
+    sample = (
+        "Memory.objects.filter(pk=1).update(updated_at=now)\n"
+        "MemoryEvent.objects.bulk_create([MemoryEvent(verb='x')])\n"
+        "Memory.objects.filter(project=p).delete()\n"
+    )
+    tree = ast.parse(sample)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    flagged = [
+        n
+        for n in calls
+        if (isinstance(n.func, ast.Name) and n.func.id == "MemoryEvent")
+        or (
+            isinstance(n.func, ast.Attribute)
+            and n.func.attr in _WRITES
+            and _root_name(n.func.value) in _BANK_MODELS
+        )
+    ]
+    assert len(flagged) == 4
+
+
+# --- one "seen since the last compaction" rule, one seen-set write ----------------------------
+
+_SEEN_MODELS = {"RecallSeen", "RecallSurfaced"}
+
+
+def _mentions(tree: ast.Module, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(tree))
+
+
+def seen_rules_outside_recall(root: Path = ROOT) -> list[str]:
+    found = []
+    for rel, tree in _modules(root):
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            if (
+                rel != "memoryhub/recall/services.py"
+                and node.func.attr == "bulk_create"
+                and _root_name(node.func.value) in _SEEN_MODELS
+            ):
+                found.append(f"{rel}:{node.lineno} seen-set write")
+            if (
+                rel != "memoryhub/recall/selectors.py"
+                and _mentions(tree, _SEEN_MODELS)
+                and any(
+                    isinstance(kw.value, ast.Constant)
+                    and kw.value.value == "compact_boundary"
+                    or (isinstance(kw.value, ast.Name) and kw.value.id == "COMPACT_BOUNDARY")
+                    for kw in node.keywords
+                )
+            ):
+                found.append(f"{rel}:{node.lineno} seen-since-compaction read")
+    return found
+
+
+def test_one_seen_selector_and_one_seen_upsert() -> None:
+    offenders = seen_rules_outside_recall()
+    assert offenders == [], (
+        "Read what a session has seen with recall.selectors.seen_memory_ids and write it with "
+        "recall.services.recall_seen_mark:\n" + "\n".join(offenders)
+    )

@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.llm import client as llm
 from memoryhub.memories.kinds import Kind
-from memoryhub.memories.models import Memory, MemoryEvent
+from memoryhub.memories.models import Memory
+from memoryhub.memories.services import memory_stamp
 from memoryhub.pipeline import jobs, services
 from memoryhub.pipeline.conf import PipelineConfig, pipeline_config
 from memoryhub.pipeline.dream.offline import offline_operations
@@ -76,37 +76,15 @@ def _save_detail(claim: jobs.Claim, detail: dict[str, Any]) -> None:
     Job.objects.filter(pk=claim.job_id, owner_token=claim.token).update(detail=detail)
 
 
-@transaction.atomic
 def finalise(window: Window) -> int:
     """meow's finalizeDream stamp: updated_at = max(updated_at, T) for the window's own
     memories, each with a "dream_stamped" event. Returns how many were stamped."""
-    actor = dream_actor()
-    stamped = list(
-        Memory.objects.select_for_update().filter(
-            project=window.project,
-            source_session=window.session.external_id,
-            updated_at__lt=window.last_event,
-        )
+    return memory_stamp(
+        project=window.project,
+        source_session=window.session.external_id,
+        at=window.last_event,
+        actor=dream_actor(),
     )
-    if not stamped:
-        return 0
-    Memory.objects.filter(pk__in=[m.pk for m in stamped]).update(updated_at=window.last_event)
-    MemoryEvent.objects.bulk_create(
-        [
-            MemoryEvent(
-                memory=memory,
-                project_id=memory.project_id,
-                actor_user=actor.user,
-                actor_token=actor.token,
-                actor_label=actor.label,
-                verb="dream_stamped",
-                before={"updated_at": memory.updated_at.isoformat()},
-                after={"updated_at": window.last_event.isoformat()},
-            )
-            for memory in stamped
-        ]
-    )
-    return len(stamped)
 
 
 def dream(job: Job, claim: jobs.Claim) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from memoryhub.memories.models import Memory
 from memoryhub.memories.selectors import memory_project_level, memory_visible_q
 from memoryhub.pipeline.conf import PipelineConfig
 from memoryhub.pipeline.extractor import SourceRecord, readable_text
-from memoryhub.recall.models import RecallSeen
+from memoryhub.recall.selectors import session_touched_memory_ids
 from memoryhub.sessions.models import AgentSession, SessionRecord
 from memoryhub.sessions.records import ASSISTANT, USER
 from projects.models import Project
@@ -117,7 +117,7 @@ class Window:
 
     def scope(self) -> QuerySet[Memory]:
         """The window's memories now (see the module docstring)."""
-        seen = RecallSeen.objects.filter(session=self.session).values("memory_id")
+        seen = session_touched_memory_ids(session=self.session)
         return (
             Memory.objects.filter(project=self.project, status__in=SCOPE_STATUSES)
             .filter(Q(source_session=self.session.external_id) | Q(pk__in=seen))
