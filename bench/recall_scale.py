@@ -58,8 +58,8 @@ import psycopg
 PROJECT = "scale"
 BATCH = 1000
 SEED = 20260301
-TARGET_P95_MS = {"search": 50.0, "recall": 50.0, "injection": 30.0}
-ENDPOINTS = ("search", "recall", "injection")
+TARGET_P95_MS = {"search": 50.0, "recall": 50.0, "injection": 30.0, "hindsight": 50.0}
+ENDPOINTS = ("search", "recall", "injection", "hindsight")
 # Extra first names for the swap (LoCoMo's own 20 speakers are added to these).
 NAMES = """
     Aisha Bruno Chen Dara Elif Farah Gus Hana Ivan Jonas Kemal Lena Mateo Nadia Omar Priya Quinn
@@ -172,6 +172,21 @@ class Endpoint:
         if self.name == "recall":
             body = json.dumps({"query": question, "session_id": self.session}).encode()
             response, s = api.post_json(base + "recall/", body, 200)
+            return response.json().get("results", []), s
+        if self.name == "hindsight":  # oh-my-pi's first-turn recall, through the Hindsight API
+            body = json.dumps(
+                {
+                    "query": question,
+                    "types": ["world", "experience"],
+                    "max_tokens": 1024,
+                    "budget": "mid",
+                    "tags": [f"project:{PROJECT}"],
+                    "tags_match": "any",
+                }
+            ).encode()
+            path = f"/v1/default/banks/{PROJECT}/memories/recall".encode()
+            url = str(api.client.base_url.copy_with(raw_path=path))
+            response, s = api.post_json(url, body, 200)
             return response.json().get("results", []), s
         params = {"profile": "default"}
         if self.session:

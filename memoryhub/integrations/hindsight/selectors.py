@@ -96,7 +96,10 @@ def recall(
     """MemoryHub's ranking (BM25 × recency) over the active memories the caller may see,
     filtered by kind and tags, best first, packed into `max_tokens`."""
     project = access.project
-    session_filter = tags.session_filter(project=project, tags=tag_list or (), mode=tags_match)
+    by_session = tags.session_tags(project=project)  # one read serves the filter and the results
+    session_filter = tags.session_filter(
+        project=project, tags=tag_list or (), mode=tags_match, tagged=by_session
+    )
     hits = search.memory_search(
         access=access,
         query=search.SearchQuery(
@@ -107,7 +110,6 @@ def recall(
             exclude_source_sessions=session_filter.exclude,
         ),
     )
-    by_session = tags.session_tags(project=project) if hits else {}
     items: list[RecallItem] = []
     used = 0
     for hit in hits:

@@ -63,11 +63,18 @@ def session_tags(*, project: Project) -> dict[str, tuple[str, ...]]:
     return result
 
 
-def session_filter(*, project: Project, tags: Iterable[str], mode: str) -> SessionFilter:
+def session_filter(
+    *,
+    project: Project,
+    tags: Iterable[str],
+    mode: str,
+    tagged: dict[str, tuple[str, ...]] | None = None,
+) -> SessionFilter:
+    """`tagged`: session_tags(project) when the caller has it already."""
     want = tuple(tags)
     if not want and mode != "exact":
         return SessionFilter()
-    tagged = session_tags(project=project)
+    tagged = session_tags(project=project) if tagged is None else tagged
     passing = frozenset(e for e, have in tagged.items() if matches(have, want, mode))
     if mode in ("any", "all") or (mode == "exact" and not want):
         # Untagged memories pass: exclude the tagged sessions that do not.
