@@ -1,7 +1,8 @@
 """Streamable HTTP at /mcp (and /mcp/p/<slug>/), as an ASGI app beside Django's.
 
 In front of the SDK's transport: the Host check Django applies (ALLOWED_HOSTS), MemoryHub token
-authentication (401 in the shape agents expect, with WWW-Authenticate), and the project named
+authentication (401 in the shape agents expect, with WWW-Authenticate), the REST API's rate
+limits (429 with Retry-After), and the project named
 in the URL (404 when the token cannot see it, exactly as for a missing project). The Caller is
 left in the ASGI scope, where every tool finds it on its request.
 
@@ -13,7 +14,9 @@ is held open that would slow a SIGTERM.
 from __future__ import annotations
 
 import json
+import math
 import re
+from types import SimpleNamespace
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -24,6 +27,8 @@ from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from accounts.actors import Actor
+from accounts.throttling import TokenRateThrottle, UserRateThrottle
 from memoryhub.integrations.mcp.caller import Caller, authenticate, pinned_project
 from memoryhub.integrations.mcp.server import SCOPE_KEY, build_server
 
@@ -36,13 +41,29 @@ def is_mcp_path(path: str) -> bool:
     return path == MCP_PATH or path.startswith(MCP_PATH + "/")
 
 
+class Throttled(Exception):
+    def __init__(self, wait: float | None) -> None:
+        self.wait = wait
+
+
+def _throttle(actor: Actor) -> None:
+    """The REST API's rate limits (per token, per person), on the same counters: an agent's
+    MCP requests and its REST requests share one budget."""
+    request = SimpleNamespace(auth=actor.token, user=actor.user)
+    for throttle in (TokenRateThrottle(), UserRateThrottle()):
+        if not throttle.allow_request(request, None):  # type: ignore[arg-type]
+            raise Throttled(throttle.wait())
+
+
 def _caller(header: str, slug: str | None) -> Caller | None:
-    """The authenticated Caller, None for a bad token; Http404 for a project it cannot see."""
+    """The authenticated Caller, None for a bad token; Http404 for a project it cannot see,
+    Throttled over the rate limit."""
     close_old_connections()
     try:
         actor = authenticate(header)
         if actor is None:
             return None
+        _throttle(actor)
         return Caller(actor=actor, project=pinned_project(actor, slug))
     finally:
         close_old_connections()
@@ -112,6 +133,10 @@ class McpHttpApp:
         except Http404:
             # As for a missing project: an outsider cannot tell the two apart.
             await _json(send, 404, {"error": "Project not found."}, [])
+            return
+        except Throttled as exc:
+            retry = [(b"retry-after", str(math.ceil(exc.wait)).encode())] if exc.wait else []
+            await _json(send, 429, {"error": "Request was throttled."}, retry)
             return
         if caller is None:
             await _json(

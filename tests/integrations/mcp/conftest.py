@@ -34,6 +34,7 @@ from projects.services import project_create
 from tests.worker import ROOT, database_url_of_test_db
 
 START_TIMEOUT_S = 90
+TOKEN_RATE_LIMIT = 60
 
 
 def free_port() -> int:
@@ -49,6 +50,9 @@ def server_env() -> dict[str, str]:
         "DATABASE_URL": database_url_of_test_db(),
         "DATABASE_CONN_MAX_AGE": "0",
         "LLM_PROVIDER": "offline",
+        # Low enough for one test to reach it (each test's tokens are fresh), high enough for
+        # every other test's calls.
+        "API_TOKEN_RATE_LIMIT": f"{TOKEN_RATE_LIMIT}/min",
         "PYTHONUNBUFFERED": "1",
     }
 

@@ -20,7 +20,7 @@ from memoryhub.recall import injection
 from memoryhub.sessions.models import AgentSession
 from projects.models import Project
 from projects.selectors import project_access
-from tests.integrations.mcp.conftest import HttpServer, over_http, raw_token
+from tests.integrations.mcp.conftest import TOKEN_RATE_LIMIT, HttpServer, over_http, raw_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -409,3 +409,23 @@ def test_only_maintainers_queue_a_dream(
     job = Job.objects.get(kind=Job.Kind.DREAM)
     assert queued.structured_content["job"] == job.pk
     assert job.detail["requested"]["by"].startswith("alice via token")
+
+
+def test_mcp_and_rest_share_the_tokens_rate_limit(
+    mcp_http_server: HttpServer, alice: User, project: Project
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {raw_token(alice)}",
+        "Accept": "application/json, text/event-stream",
+    }
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with httpx.Client(base_url=mcp_http_server.base_url, headers=headers) as http:
+        statuses = [http.post("/mcp/p/alpha/", json=ping).status_code for _ in range(20)]
+        statuses += [
+            http.get("/api/v1/projects/alpha/").status_code for _ in range(TOKEN_RATE_LIMIT - 20)
+        ]
+        over = http.post("/mcp/p/alpha/", json=ping)
+        rest_over = http.get("/api/v1/projects/alpha/")
+    assert 429 not in statuses
+    assert over.status_code == 429 and int(over.headers["retry-after"]) > 0
+    assert rest_over.status_code == 429
