@@ -48,13 +48,66 @@ from _harness import (  # noqa: E402
 
 PROJECT = "bench-mcp"
 OWNER = "bench"
-WORDS = (
-    "deploy staging database migration redis cache celery worker queue token secret vault "
-    "frontend webpack esbuild pnpm docker compose nginx proxy tls certificate backup restore "
-    "sunday payroll export invoice customer ticket incident outage rollback release branch "
-    "review merge rebase pytest fixture flaky timeout retry lease heartbeat schema index "
-    "postgres vacuum replica latency budget alert grafana dashboard oncall runbook kafka"
-).split()
+WORDS = [
+    "deploy",
+    "staging",
+    "database",
+    "migration",
+    "redis",
+    "cache",
+    "celery",
+    "worker",
+    "queue",
+    "token",
+    "secret",
+    "vault",
+    "frontend",
+    "webpack",
+    "esbuild",
+    "pnpm",
+    "docker",
+    "compose",
+    "nginx",
+    "proxy",
+    "tls",
+    "certificate",
+    "backup",
+    "restore",
+    "sunday",
+    "payroll",
+    "export",
+    "invoice",
+    "customer",
+    "ticket",
+    "incident",
+    "outage",
+    "rollback",
+    "release",
+    "branch",
+    "review",
+    "merge",
+    "rebase",
+    "pytest",
+    "fixture",
+    "flaky",
+    "timeout",
+    "retry",
+    "lease",
+    "heartbeat",
+    "schema",
+    "index",
+    "postgres",
+    "vacuum",
+    "replica",
+    "latency",
+    "budget",
+    "alert",
+    "grafana",
+    "dashboard",
+    "oncall",
+    "runbook",
+    "kafka",
+]
 
 
 class AsgiServer(Server):
