@@ -21,10 +21,13 @@ from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, close_old_connections
 from django.http import Http404
+from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp_types import INTERNAL_ERROR as INTERNAL_CODE
 from mcp_types import (
+    INVALID_PARAMS,
     CallToolResult,
     ListResourcesResult,
     PaginatedRequestParams,
@@ -515,7 +518,10 @@ def _injection_prompt(server: MemoryHubMCP, profile: Profile) -> Callable[..., A
                 session_id or None,
             )
         except Exception as exc:
-            raise ValueError(_message(exc)[0]) from None
+            # MCPError reaches the client verbatim; anything else would be "Internal error".
+            message = _message(exc)[0]
+            code = INTERNAL_CODE if message == INTERNAL_ERROR else INVALID_PARAMS
+            raise MCPError(code=code, message=message) from None
         return text or "(MemoryHub has no memories for this project yet.)"
 
     return prompt

@@ -250,16 +250,21 @@ def test_an_outsider_sees_nothing(
             read_error = ""
         except MCPError as exc:
             read_error = str(exc)
+        try:
+            await client.get_prompt("injection_default", {"project": "alpha"})
+            prompt_error = ""
+        except MCPError as exc:
+            prompt_error = str(exc)
         own = await client.call_tool("memory_search", {"query": "payroll export"})
-        return calls, listed, read_error, own
+        return calls, listed, read_error, prompt_error, own
 
-    calls, listed, read_error, own = over_http(mcp_http_server.url(), token, body)
+    calls, listed, read_error, prompt_error, own = over_http(mcp_http_server.url(), token, body)
     messages = {text(result) for result in calls}
     assert len(calls) == 5 and all(result.is_error for result in calls)
     # One answer for all of them, the same as for a missing project: nothing to tell apart.
     assert len({m.split(": ", 1)[1] for m in messages}) == 1, messages
     assert all("Project not found." in m and "payroll" not in m for m in messages)
-    assert read_error == "Project not found."
+    assert read_error == prompt_error == "Project not found."
     assert listed == []  # no project pinned: nothing listed
     # His own connection names no project: he is told which ones he has, alpha not among them.
     assert own.is_error and "charlie-lab" in text(own) and "alpha" not in text(own)
