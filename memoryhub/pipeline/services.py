@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from accounts.actors import Actor
 from memoryhub.core import redaction
-from memoryhub.core.exceptions import ApplicationError
+from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.services import audit_record
 from memoryhub.llm import client as llm
 from memoryhub.memories import artifacts
@@ -397,6 +397,19 @@ def _deleted(qs: QuerySet[Any]) -> int:
     return qs.delete()[1].get(qs.model._meta.label, 0)
 
 
+def _lock_bank_admin(project: Project) -> None:
+    """One clear or rebuild of a project at a time: the project row is locked until commit,
+    and a rebuild that is queued or running refuses the second request (409, "told so")."""
+    Project.objects.select_for_update(no_key=True).filter(pk=project.pk).first()
+    busy = Job.objects.filter(
+        Q(status=Job.Status.PENDING) | Q(status=Job.Status.RUNNING, lease_until__gt=timezone.now()),
+        kind=Job.Kind.REBUILD,
+        key=consolidate_key(project),
+    )
+    if busy.exists():
+        raise Conflict("A rebuild of this project is already queued or running; wait for it.")
+
+
 @transaction.atomic
 def bank_clear(
     *,
@@ -410,6 +423,7 @@ def bank_clear(
     transcripts only when asked. Memories people or agents wrote directly stay; a rebuild
     keeps the derived ones too (keep_memories) and matches them as it re-extracts."""
     _check_confirmation(project, confirm)
+    _lock_bank_admin(project)
     cleared = 0 if keep_memories else memory_clear_derived(project=project).cleared
     counts = {
         "memories": cleared,
@@ -434,14 +448,7 @@ def bank_clear(
 def bank_rebuild_start(*, project: Project, actor: Actor, confirm: str) -> Job:
     """Clear derived data and queue a rebuild that replays every stored session."""
     _check_confirmation(project, confirm)
-    running = Job.objects.filter(
-        kind=Job.Kind.REBUILD,
-        key=consolidate_key(project),
-        status=Job.Status.RUNNING,
-        lease_until__gt=timezone.now(),
-    )
-    if running.exists():
-        raise ApplicationError("A rebuild of this project is already running.")
+    _lock_bank_admin(project)
     # Memories stay until the re-extraction has matched them (see rebuild).
     bank_clear(project=project, actor=actor, confirm=confirm, keep_memories=True)
     job = jobs.ensure(
