@@ -178,7 +178,9 @@ def section_form_class(config_cls: type, defaults: Any) -> type[forms.Form]:
     for f in dataclasses.fields(config_cls):
         default = getattr(defaults, f.name)
         label = f.name.replace("_", " ")
-        shown = ", ".join(default) if isinstance(default, tuple) else str(default)
+        shown: Any = ", ".join(default) if isinstance(default, tuple) else str(default)
+        if isinstance(default, bool):
+            shown = _("yes") if default else _("no")
         help_text = format_lazy("{} {}", _("default:"), shown)
         if isinstance(default, bool):
             fields[f.name] = forms.TypedChoiceField(
