@@ -29,6 +29,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path(P + "recall-files/", admin_recall.recall_file_list, name="recall_files"),
     path(P + "recall-files/new/", admin_recall.recall_file_edit, name="recall_file_new"),
     path(
+        P + "recall-files/delete/<str:scope>/<path:path>",
+        admin_recall.recall_file_delete,
+        name="recall_file_delete",
+    ),
+    path(
         P + "recall-files/<str:scope>/<path:path>",
         admin_recall.recall_file_edit,
         name="recall_file",
@@ -37,6 +42,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path(P + "instructions/new/", admin_recall.instruction_edit, name="instruction_new"),
     path(P + "instructions/mine/", admin_recall.user_instruction_save, name="user_instructions"),
     path(P + "instructions/file/<path:path>", admin_recall.instruction_edit, name="instruction"),
+    path(
+        P + "instructions/delete/<path:path>",
+        admin_recall.instruction_delete,
+        name="instruction_delete",
+    ),
     path(P + "preview/", admin_preview.preview, name="preview"),
     path(P + "bank/", admin_bank.bank, name="bank"),
     path(P + "bank/progress/", admin_bank.rebuild_progress, name="bank_progress"),

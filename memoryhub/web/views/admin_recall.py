@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
 
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.memories.kinds import Scope
@@ -184,4 +185,32 @@ def user_instruction_save(request: HttpRequest, access: ProjectAccess) -> HttpRe
             return redirect("web:instructions", slug=access.project.slug)
     for error in form.errors.get("content", []):
         messages.error(request, str(error))
+    return redirect("web:instructions", slug=access.project.slug)
+
+
+@require_POST
+@project_view()
+def recall_file_delete(
+    request: HttpRequest, access: ProjectAccess, scope: str, path: str
+) -> HttpResponse:
+    """DELETE …/recall-files/{scope}/{path} of the API: project files need a member."""
+    if scope not in Scope.values:
+        raise Http404("Unknown scope.")
+    if not _can_write(access, scope):
+        raise PermissionDenied(
+            f"This action needs the {Role.MEMBER} role or higher; you are {access.role}."
+        )
+    file = selectors.recall_file_get(access=access, scope=scope, path=_stored(path))
+    services.recall_file_delete(file=file, actor=access.actor)
+    messages.success(request, _("Deleted %(path)s.") % {"path": file.path})
+    return redirect("web:recall_files", slug=access.project.slug)
+
+
+@require_POST
+@project_view(Role.MEMBER)
+def instruction_delete(request: HttpRequest, access: ProjectAccess, path: str) -> HttpResponse:
+    """DELETE …/instructions/files/{path} of the API (members and up)."""
+    file = selectors.instruction_file_get(access=access, path=_stored(path))
+    services.instruction_file_delete(file=file, actor=access.actor)
+    messages.success(request, _("Deleted %(path)s.") % {"path": file.path})
     return redirect("web:instructions", slug=access.project.slug)

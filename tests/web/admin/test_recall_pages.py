@@ -123,3 +123,23 @@ def test_instructions_preview_marks_problems_in_place(
         edit.status_code == 200
         and '<form method="post" class="form wide">' not in edit.content.decode()
     )
+
+
+def test_files_are_deleted_through_the_services(
+    alice: User,
+    project: Project,
+    role_user: Callable[[Role], User],
+    web_client: Callable[[User], Client],
+) -> None:
+    client = web_client(alice)
+    client.post(FILES + "new/", _form(body="x"))
+    client.post(INSTRUCTIONS + "new/", {"path": "MEWCODE.md", "content": "rules"})
+    viewer = web_client(role_user(Role.VIEWER))
+    assert "Delete this file" not in viewer.get(FILES + "project/testing.md").content.decode()
+    assert viewer.post(FILES + "delete/project/testing.md").status_code == 403
+    assert viewer.post(INSTRUCTIONS + "delete/MEWCODE.md").status_code == 403
+    assert client.post(FILES + "delete/project/testing.md").status_code == 302
+    assert client.post(INSTRUCTIONS + "delete/MEWCODE.md").status_code == 302
+    assert not RecallFile.objects.exists() and not InstructionFile.objects.exists()
+    assert AuditEvent.objects.filter(verb="recall_file.deleted").count() == 1
+    assert client.post(FILES + "delete/project/testing.md").status_code == 404
