@@ -34,11 +34,20 @@ def _pages(project: Project) -> list[tuple[str, str]]:
     ]
     # The second half of the dashboard, where it exists.
     for name, url_name, kwargs in (
+        ("sessions", "web:sessions", slug),
         ("session", "web:session", {**slug, "ref": "demo-open-session"}),
+        ("recall-files", "web:recall_files", slug),
+        ("instructions", "web:instructions", slug),
+        ("preview", "web:preview", slug),
         ("bank", "web:bank", slug),
+        ("members", "web:members", slug),
+        ("settings", "web:settings", slug),
     ):
         try:
-            pages.append((name, reverse(url_name, kwargs=kwargs)))
+            url = reverse(url_name, kwargs=kwargs)
+            if name == "preview":  # with a prompt, so that the scores show
+                url += "?profile=mewcode&user=demo&prompt=how+do+we+deploy+a+release"
+            pages.append((name, url))
         except NoReverseMatch:
             continue
     return pages

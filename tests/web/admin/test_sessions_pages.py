@@ -137,3 +137,28 @@ def test_query_counts_do_not_grow_with_rows(
                 format="json",
             )
     assert count() == small
+
+
+def test_memories_and_transcript_link_both_ways(
+    alice: User, alice_client: APIClient, web_client: Callable[[User], Client]
+) -> None:
+    sid = push_session(alice_client, "linked")
+    response = alice_client.post(
+        "/api/v1/projects/alpha/memories/",
+        {
+            "kind": "feedback",
+            "content": "Never force-push to main.",
+            "source": {"session": "linked", "record_start": 5},
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    memory_id = response.json()["id"]
+    client = web_client(alice)
+    html = client.get(f"{LIST}{sid}/").content.decode()
+    section = re.search(r'<section class="extracted".*?</section>', html, re.S)
+    assert section is not None and "Never force-push to main." in section.group(0)
+    assert "#record-5" in section.group(0) and 'id="record-5"' in html
+    assert f"/p/alpha/memories/{memory_id}/" in section.group(0)
+    memory_page = client.get(f"/p/alpha/memories/{memory_id}/").content.decode()
+    assert "/p/alpha/sessions/linked/#record-5" in memory_page
