@@ -472,7 +472,7 @@ class MentalModelListApi(HindsightView):
         trigger = serializers.DictField(required=False, allow_null=True)
 
     def get(self, request: Request, bank_id: str) -> Response:
-        detail = request.query_params.get("detail", "full")
+        detail = request.query_params.get("detail", "metadata")  # Hindsight's list default
         if detail not in ("metadata", "content", "full"):
             raise serializers.ValidationError({"detail": ["one of metadata, content, full"]})
         limit, offset = page(request)
