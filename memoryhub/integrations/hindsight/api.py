@@ -353,11 +353,11 @@ class MemoryListApi(HindsightView):
             tag_list=wanted,
             tags_match=data["tags_match"],
         )
-        by_session = tagging.session_tags(project=access.project)
-        items = [
-            selectors.memory_row(m, by_session.get(m.source_session, ()))
-            for m in rows[offset : offset + limit]
-        ]
+        page_rows = list(rows[offset : offset + limit])
+        by_session = tagging.session_tags(
+            project=access.project, external_ids={m.source_session for m in page_rows}
+        )
+        items = [selectors.memory_row(m, by_session.get(m.source_session, ())) for m in page_rows]
         return Response({"items": items, "total": rows.count(), "limit": limit, "offset": offset})
 
 
@@ -376,7 +376,9 @@ class MemoryDetailApi(HindsightView):
 
     def get(self, request: Request, bank_id: str, memory_id: str) -> Response:
         access, memory = self._memory(bank_id, memory_id)
-        by_session = tagging.session_tags(project=access.project)
+        by_session = tagging.session_tags(
+            project=access.project, external_ids=[memory.source_session]
+        )
         return Response(selectors.memory_row(memory, by_session.get(memory.source_session, ())))
 
     def patch(self, request: Request, bank_id: str, memory_id: str) -> Response:
@@ -390,7 +392,9 @@ class MemoryDetailApi(HindsightView):
             memory = services.memory_set_state(
                 access=access, memory=memory, state=data["state"], reason=data.get("reason", "")
             )
-        by_session = tagging.session_tags(project=access.project)
+        by_session = tagging.session_tags(
+            project=access.project, external_ids=[memory.source_session]
+        )
         return Response(selectors.memory_row(memory, by_session.get(memory.source_session, ())))
 
 

@@ -96,10 +96,7 @@ def recall(
     """MemoryHub's ranking (BM25 × recency) over the active memories the caller may see,
     filtered by kind and tags, best first, packed into `max_tokens`."""
     project = access.project
-    by_session = tags.session_tags(project=project)  # one read serves the filter and the results
-    session_filter = tags.session_filter(
-        project=project, tags=tag_list or (), mode=tags_match, tagged=by_session
-    )
+    session_filter = tags.session_filter(project=project, tags=tag_list or (), mode=tags_match)
     hits = search.memory_search(
         access=access,
         query=search.SearchQuery(
@@ -109,6 +106,9 @@ def recall(
             source_sessions=session_filter.only,
             exclude_source_sessions=session_filter.exclude,
         ),
+    )
+    by_session = tags.session_tags(
+        project=project, external_ids={h.memory.source_session for h in hits}
     )
     items: list[RecallItem] = []
     used = 0

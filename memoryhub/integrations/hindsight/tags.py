@@ -50,14 +50,18 @@ def matches(have: Collection[str], want: Collection[str], mode: str) -> bool:
     return want_set <= have_set
 
 
-def session_tags(*, project: Project) -> dict[str, tuple[str, ...]]:
-    """external id → tags of the project's tagged sessions."""
-    rows = AgentSession.objects.filter(project=project, metadata__has_key=META_KEY).values_list(
-        "external_id", "metadata"
-    )
+def session_tags(
+    *, project: Project, external_ids: Collection[str] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """external id → tags of the project's tagged sessions (only of `external_ids` if given).
+
+    Reads the tags key alone, not whole metadata objects: a tag filter reads every tagged
+    session of the project (one row per oh-my-pi session)."""
+    rows = AgentSession.objects.filter(project=project, metadata__has_key=META_KEY)
+    if external_ids is not None:
+        rows = rows.filter(external_id__in=list(external_ids))
     result = {}
-    for external_id, metadata in rows:
-        value = metadata.get(META_KEY)
+    for external_id, value in rows.values_list("external_id", f"metadata__{META_KEY}"):
         if isinstance(value, list) and value:
             result[external_id] = tuple(str(t) for t in value)
     return result
