@@ -96,18 +96,18 @@ class InterchangeImportApi(APIView):
         access = _access(request, slug, Role.MEMBER)
         formats.format_module(fmt)
         with tempfile.TemporaryFile() as spooled:
+            source: IO[bytes] = spooled
             if request.content_type.startswith("multipart/form-data"):
+                # Django's upload handlers have already spooled it (to disk past 2.5 MB).
                 upload = request.FILES.get("file")
                 if upload is None:
                     raise serializers.ValidationError({"file": ["A file is required."]})
-                filename = upload.name or ""
-                for chunk in upload.chunks():
-                    spooled.write(chunk)
-                spooled.seek(0)
+                source, filename = upload, upload.name or ""
             else:
                 filename = request.query_params.get("filename", "")
-                _spool(request.stream, spooled) if request.stream else None
-            with archive.unpack_upload(spooled, filename=filename) as unpacked:
+                if request.stream is not None:
+                    _spool(request.stream, spooled)
+            with archive.unpack_upload(source, filename=filename) as unpacked:
                 result = formats.interchange_import(access=access, format=fmt, tree=unpacked.tree)
         return _result_response(result)
 

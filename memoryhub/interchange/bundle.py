@@ -73,6 +73,7 @@ class ImportedSession:
     file: str
     transcript: Any  # an archive Member: opened and streamed by the import
     meta: bytes | None = None
+    transcript_format: str = "mewcode"  # or "claude_code"
 
 
 @dataclass

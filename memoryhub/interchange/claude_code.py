@@ -8,7 +8,9 @@ Layout of an upload or export:
     CLAUDE.md, .claude/CLAUDE.md   project instructions, plus the files they import (@path)
     home/.claude/CLAUDE.md    the user's own instructions (~/.claude/CLAUDE.md)
 
-A zip of ~/.claude/projects/<slug>/memory itself (MEMORY.md at the top) is read the same way.
+A zip of ~/.claude/projects/<slug>/memory itself (MEMORY.md at the top) is read the same way;
+a zip of ~/.claude/projects/<slug>/ brings the transcripts beside memory/ too (<uuid>.jsonl,
+imported as POST …/sessions/import/ would; exports do not write transcripts back).
 Each topic file becomes one memory: type → kind, name → title, body → content, description →
 metadata.description, the file name → its external id (so a re-import matches it), the file's
 modification time → created and updated. MEMORY.md is derived (rebuilt on export) and not
@@ -27,6 +29,7 @@ from memoryhub.interchange.bundle import (
     Bundle,
     FormatError,
     ImportedMemory,
+    ImportedSession,
     Snapshot,
     SnapshotMemory,
 )
@@ -139,6 +142,14 @@ def read(tree: Tree) -> Bundle:
             if match and match.group("file") not in listed:
                 missing = match.group("file")
                 bundle.warnings.append(f"{index.path}:{lineno}: lists {missing}, not uploaded")
+    if directory:
+        # A zip of ~/.claude/projects/<slug>/ also holds the project's transcripts.
+        for member in tree.under(""):
+            if "/" not in member.path and member.path.endswith(".jsonl"):
+                stem = member.path[: -len(".jsonl")]
+                bundle.sessions.append(
+                    ImportedSession(stem, member.path, member, transcript_format=NAME)
+                )
     home = tree.get(HOME_FILE)
     included, warnings = common.include_closure(
         tree, [*ROOT_FILES, *([HOME_FILE] if home else [])], _imports

@@ -46,6 +46,7 @@ from memoryhub.sessions.importers import TranscriptFormatError
 from projects.models import Role
 from projects.selectors import ProjectAccess
 
+LOOKUP_BATCH = 5000  # ids or hashes per IN (...) lookup
 PARTS = ("memories", "recall_files", "instructions", "sessions", "artifacts", "rollouts")
 
 
@@ -114,17 +115,23 @@ def _import_memories(
         return
     hashes = [content_hash(redaction.redact(i.data.content)[0]) for i in items]
     visible = memory_selectors.memory_visible(access=access)
-    known_hashes = set(
-        visible.filter(content_hash__in=set(hashes)).values_list("scope", "content_hash")
-    )
-    wanted_ids = {i.external_id for i in items if i.external_id}
-    known_ids = {
-        value
-        for value in visible.filter(metadata__has_key=EXTERNAL_ID).values_list(
-            f"metadata__{EXTERNAL_ID}", flat=True
+    known_hashes: set[tuple[str, str]] = set()
+    unique_hashes = sorted(set(hashes))
+    for start in range(0, len(unique_hashes), LOOKUP_BATCH):
+        known_hashes.update(
+            visible.filter(
+                content_hash__in=unique_hashes[start : start + LOOKUP_BATCH]
+            ).values_list("scope", "content_hash")
         )
-        if value in wanted_ids
-    }
+    wanted_ids = sorted({i.external_id for i in items if i.external_id})
+    known_ids: set[str] = set()
+    for start in range(0, len(wanted_ids), LOOKUP_BATCH):
+        chunk_ids = wanted_ids[start : start + LOOKUP_BATCH]
+        known_ids.update(
+            visible.filter(**{f"metadata__{EXTERNAL_ID}__in": chunk_ids}).values_list(
+                f"metadata__{EXTERNAL_ID}", flat=True
+            )
+        )
     fresh: list[ImportedMemory] = []
     for item, digest in zip(items, hashes, strict=True):
         # The same text already in the bank is the same memory, whatever id it came with (an
@@ -282,7 +289,7 @@ def _import_sessions(
                     actor=actor,
                     lines=_lines(lines),
                     meta=item.meta,
-                    transcript_format="mewcode",
+                    transcript_format=item.transcript_format,
                     external_id=item.external_id,
                 )
         except TranscriptFormatError as exc:

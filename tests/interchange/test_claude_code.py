@@ -6,10 +6,12 @@ from accounts.actors import Actor
 from accounts.models import User
 from memoryhub.memories.models import Memory
 from memoryhub.recall.models import InstructionFile
+from memoryhub.sessions.models import AgentSession
 from projects.models import Project
 from projects.services import project_create
 from tests.interchange.helpers import (
     FIXTURE_MTIME,
+    FIXTURES,
     bank,
     download,
     tree_files,
@@ -127,3 +129,22 @@ def test_a_topic_file_without_a_valid_type_is_refused_with_its_line(
     [error] = response.json()["error"]["details"]["errors"]
     assert error["file"] == "memory/broken.md" and error["line"] == 1
     assert Memory.objects.count() == 0
+
+
+def test_a_zip_of_the_claude_project_folder_brings_its_transcripts(
+    project: Project, alice_client: APIClient
+) -> None:
+    sid = "3f9c2a1e-7b4d-4e8a-9c61-0d2e5f8a7b13"
+    files = {k: v for k, v in tree_files("claude_code").items() if k.startswith("memory/")}
+    files[f"{sid}.jsonl"] = (
+        FIXTURES.parent.parent / "sessions/fixtures/claude_code_session.jsonl"
+    ).read_bytes()
+    data = zip_bytes(files, prefix="-home-dev-src-inventory-api/")
+    response = upload(alice_client, "alpha", "claude_code", data)
+    assert response.status_code == 201, response.content
+    assert response.json()["created"]["sessions"] == 1
+    session = AgentSession.objects.get(project=project)
+    assert session.external_id == sid and session.source == "claude_code"
+    assert session.record_count > 0
+    again = upload(alice_client, "alpha", "claude_code", data)
+    assert again.json()["unchanged"]["sessions"] == 1 and again.json()["created"]["sessions"] == 0

@@ -212,3 +212,13 @@ def test_secrets_are_redacted_on_the_way_in(project: Project, alice_client: APIC
     # The redacted text is what a re-import matches: still nothing new.
     again = upload(alice_client, "alpha", "mewcode", zip_bytes(files))
     assert again.json()["created"]["memories"] == 0
+
+
+def test_a_broken_meta_file_is_named(project: Project, alice_client: APIClient) -> None:
+    files = tree_files("mewcode")
+    files[f".mewcode/sessions/{MEW}.meta"] = b'{"id": "x", "title": 3}'
+    response = upload(alice_client, "alpha", "mewcode", zip_bytes(files))
+    assert response.status_code == 400, response.content
+    [error] = response.json()["error"]["details"]["errors"]
+    assert error["file"] == f".mewcode/sessions/{MEW}.meta"
+    assert Memory.objects.count() == 0
