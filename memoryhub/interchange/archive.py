@@ -207,6 +207,7 @@ class Unpacked:
             raise InvalidArchive(f"Not a readable zip file: {exc}.") from None
         with archive:
             infos = archive.infolist()
+            _check_count(len(infos))
             for info in infos:  # refuse the whole archive before unpacking any of it
                 check_member_name(info.filename.rstrip("/") or info.filename)
                 if stat.S_ISLNK(info.external_attr >> 16):
@@ -237,6 +238,7 @@ class Unpacked:
                 members = archive.getmembers()
             except (tarfile.TarError, EOFError, OSError) as exc:
                 raise InvalidArchive(f"The tar file is damaged: {exc}.") from None
+            _check_count(len(members))
             for info in members:
                 check_member_name(info.name.rstrip("/") or info.name)
                 if not (info.isfile() or info.isdir()):
@@ -254,6 +256,11 @@ class Unpacked:
                     continue
                 with source:
                     self._add(info.name, source, _utc(info.mtime))
+
+
+def _check_count(count: int) -> None:
+    if count > MAX_MEMBERS:
+        raise InvalidArchive(f"The archive has {count} entries; at most {MAX_MEMBERS} are read.")
 
 
 def _zip_mtime(info: zipfile.ZipInfo) -> datetime:

@@ -45,7 +45,7 @@ class ImportFailed(ApplicationError):
         where = first["file"] + (f":{first['line']}" if first.get("line") else "")
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         super().__init__(
-            f"Nothing was imported: {where}: {first['message']}{more}",
+            f"Nothing was imported: {where + ': ' if where else ''}{first['message']}{more}",
             details={"errors": errors},
         )
 
@@ -99,6 +99,18 @@ class Bundle:
     artifacts: dict[str, str] = field(default_factory=dict)
     rollouts: list[ImportedRollout] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.memories
+            or self.recall_files
+            or self.instructions
+            or self.user_instructions is not None
+            or self.sessions
+            or self.artifacts
+            or self.rollouts
+        )
 
 
 @dataclass

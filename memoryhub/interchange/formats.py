@@ -36,6 +36,17 @@ def interchange_import(*, access: ProjectAccess, format: str, tree: Tree) -> ser
         bundle = module.read(tree)
     except FormatError as exc:
         raise services.format_errors(exc) from None
+    if bundle.empty:
+        raise services.ImportFailed(
+            [
+                {
+                    "file": "",
+                    "line": None,
+                    "message": f"found nothing to import as {format}; expected "
+                    + DESCRIPTIONS[format].split(": ", 1)[1],
+                }
+            ]
+        )
     return services.bundle_import(access=access, bundle=bundle)
 
 

@@ -126,6 +126,8 @@ def read(tree: Tree) -> Bundle:
     bundle = Bundle(format=NAME)
     for directory, scope in ((PROJECT_DIR, Scope.PROJECT), (HOME, Scope.USER)):
         memories = tree.get(f"{directory}/{MEMORIES}")
+        if memories is None and directory == PROJECT_DIR:
+            memories = tree.get(MEMORIES)  # a memories.md uploaded on its own
         if memories is not None:
             bundle.memories += parse_memories(memories.read_text(), memories.path, memories.mtime)
         for member in tree.under(f"{directory}/{RECALL_DIR}"):

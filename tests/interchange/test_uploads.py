@@ -199,3 +199,28 @@ def test_user_scope_memories_leave_only_with_their_owner(
     assert "memory/project_release_freeze.md" in bobs
     assert b"User role" not in bobs["memory/MEMORY.md"]
     assert "home/.claude/CLAUDE.md" not in bobs
+
+
+def test_a_single_memories_md_is_enough_and_an_unrelated_upload_is_refused(
+    project: Project, alice_client: APIClient
+) -> None:
+    single = upload(alice_client, "alpha", "mewcode", GOOD, "memories.md")
+    assert single.status_code == 201, single.content
+    assert Memory.objects.get().content == "fine"
+    unrelated = upload(alice_client, "alpha", "omp", zip_bytes({"notes/todo.txt": b"x"}))
+    assert unrelated.status_code == 400
+    assert unrelated.json()["error"]["message"].startswith(
+        "Nothing was imported: found nothing to import as omp"
+    )
+
+
+def test_an_archive_with_too_many_entries_is_refused(
+    project: Project, alice_client: APIClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryhub.interchange import archive
+
+    monkeypatch.setattr(archive, "MAX_MEMBERS", 3)
+    files = {f".mewcode/memory/n{i}.md": b"---\nname: n\n---\n" for i in range(4)}
+    response = upload(alice_client, "alpha", "mewcode", zip_bytes(files))
+    assert response.status_code == 400
+    assert "at most 3" in response.json()["error"]["message"]
