@@ -43,7 +43,7 @@ from memoryhub.recall import services as recall_services
 from memoryhub.sessions import selectors as session_selectors
 from memoryhub.sessions import services as session_services
 from memoryhub.sessions.importers import TranscriptFormatError
-from projects.models import Role
+from projects.models import Project, Role
 from projects.selectors import ProjectAccess
 
 LOOKUP_BATCH = 5000  # ids or hashes per IN (...) lookup
@@ -314,6 +314,9 @@ def bundle_import(*, access: ProjectAccess, bundle: Bundle) -> ImportResult:
     is written then. Idempotent: see the module docstring.
     """
     check_import_role(access=access, bundle=bundle)
+    # Two imports of the same files at once must not both find them new: writers of one bank
+    # take its row lock, as memory_remember does (NO KEY: inserts that reference it still run).
+    Project.objects.select_for_update(no_key=True).filter(pk=access.project.pk).first()
     actor = import_actor(access.actor)
     result = ImportResult(format=bundle.format, import_id=uuid.uuid4().hex)
     result.warnings = list(bundle.warnings)
