@@ -122,6 +122,12 @@ CURL_PASSWORD = fake("curl", PASSWORD, 14)
 MYSQL_CLI_PASSWORD = fake("mysql-cli", ALNUM, 14)
 CLI_FLAG_PASSWORD = fake("cli-flag", PASSWORD, 22)
 PROSE_PASSWORD = fake("prose", PASSWORD, 12)
+PROSE_FOR_PASSWORD = fake("prose-for", PASSWORD, 12)
+PROSE_IS_PASSWORD = fake("prose-is", PASSWORD, 14)
+PROSE_ZH_PASSWORD = fake("prose-zh", PASSWORD, 12)
+PROSE_ZH_KEY = fake("prose-zh-key", ALNUM, 20)
+PROSE_TOKEN = fake("prose-token", ALNUM, 24)
+REDIS_CLI_PASSWORD = fake("redis-cli", ALNUM, 16)
 NUMERIC_PIN = fake("pin", DIGITS, 8)
 
 RSA_KEY, RSA_BODY = _pem("RSA PRIVATE KEY", "rsa", lines=12)
@@ -496,12 +502,47 @@ SAMPLES: list[SecretSample] = [
         f"The staging admin password: {PROSE_PASSWORD} (rotate it after the demo).\n",
         PROSE_PASSWORD,
     ),
+    SecretSample(
+        "password_for_is_prose",
+        f"The password for staging is {PROSE_FOR_PASSWORD}\n",
+        PROSE_FOR_PASSWORD,
+    ),
+    SecretSample(
+        "password_is_prose",
+        f"The staging admin password is {PROSE_IS_PASSWORD}; rotate it after the demo.\n",
+        PROSE_IS_PASSWORD,
+    ),
+    SecretSample(
+        "password_is_prose_zh",
+        f"测试环境数据库的密码是 {PROSE_ZH_PASSWORD}，不要外传。\n",
+        PROSE_ZH_PASSWORD,
+    ),
+    SecretSample(
+        "access_key_prose_zh",
+        f"线上的 access key 为{PROSE_ZH_KEY}，下周轮换。\n",
+        PROSE_ZH_KEY,
+    ),
+    SecretSample(
+        "token_colon_prose",
+        f"Here's the deploy token: {PROSE_TOKEN} — it expires on Friday.\n",
+        PROSE_TOKEN,
+    ),
+    SecretSample(
+        "redis_cli_password",
+        f"$ redis-cli -h cache.internal -a {REDIS_CLI_PASSWORD} ping\nPONG\n",
+        REDIS_CLI_PASSWORD,
+    ),
 ]
 
 
 # --- ordinary text that must survive -------------------------------------------------------
 
 NEGATIVES: list[NegativeSample] = [
+    NegativeSample(
+        "secret_words_in_prose",
+        "The token is expired and the password is required again; the secret is out.\n"
+        "密码是必填项，令牌已过期。API key is missing, see the docs.\n",
+    ),
     NegativeSample("uuid", "Request 3f2b8c1e-9d4a-4b7e-8f21-6c0d5e9a7b13 took 42 ms (p95 118 ms)"),
     NegativeSample(
         "git_sha",

@@ -22,11 +22,20 @@ Rules, compiled once and applied in this order, each over the whole text (see `R
 5. oh-my-pi (`memories/index.ts`), its eight patterns in its order: `ohmypi_prefixed_key`,
    `ohmypi_jwt`, `ohmypi_aws_access_key_id`, `ohmypi_github_token`, `ohmypi_github_pat`,
    `ohmypi_npm_token`, `ohmypi_slack_token`, `ohmypi_google_api_key`.
-6. Provider formats that the rules above miss, each with a distinctive prefix or shape
-   (`_PROVIDER_RULES`). Some formats need no rule of their own: Anthropic `sk-ant-…`, OpenAI
-   `sk-proj-…`, Stripe `sk_live_`/`rk_live_`/`pk_live_` and Mailgun `key-…` are caught by
-   `ohmypi_prefixed_key`, and labelled AWS secret keys (`aws_secret_access_key = …`) by
-   `env_assignment`.
+6. Provider formats and command-line flags that the rules above miss, each with a
+   distinctive prefix or shape (`_PROVIDER_RULES`; `redis_cli_password` for `redis-cli -a X`).
+   Some formats need no rule of their own: Anthropic `sk-ant-…`, OpenAI `sk-proj-…`, Stripe
+   `sk_live_`/`rk_live_`/`pk_live_` and Mailgun `key-…` are caught by `ohmypi_prefixed_key`,
+   and labelled AWS secret keys (`aws_secret_access_key = …`) by `env_assignment`.
+7. `prose_secret`: secrets stated in prose, in English and Chinese: "the password for staging
+   is X", "The staging admin password is X", "密码是 X", "access key 为 X", "token: X". Only a
+   value with a digit or a symbol, or one of 12 or more characters, counts, so "the token is
+   expired" and "密码是必填项" stay. It runs last, so a value that a rule above took out is not
+   counted twice.
+
+This is the one redaction policy: every ingestion path (session records, imports, session
+titles and metadata, memories, recall files, instructions, artifacts, pipeline output) calls
+`redact` or `redact_json` and nothing else.
 
 Order matters. The specific rules that keep a name run first. A URL inside a `.env` value is
 therefore redacted, and counted, once by rule 2, and rule 3 leaves alone any value that
@@ -573,9 +582,57 @@ _PROVIDER_RULES: tuple[Rule, ...] = (
         ),
         _accept_plain_value,
     ),
+    # redis-cli -a PASSWORD (also --pass, --auth, with = or a space).
+    Rule(
+        "redis_cli_password",
+        _prefixed(
+            "redis-cli",
+            r"""(?!\w)[^\n]*?[ \t](?:-a|--pass|--auth)(?:[ \t]+|=)"""
+            r"""(?P<q>["'])?(?P<secret>(?(q)[^"'\n]+|[^\s"']+))""",
+        ),
+        _accept_plain_value,
+    ),
 )
 
-RULES: tuple[Rule, ...] = _SEED_RULES + _PROVIDER_RULES
+
+def _accept_prose_value(match: Match) -> bool:
+    # "the token is expired", "密码是必填项": a stated secret has a digit or a symbol, or is
+    # long; a plain word is not one.
+    value = match.group("secret")
+    if not _accept_plain_value(match) or not (
+        _PROSE_SYMBOL.search(value) is not None or len(value) >= 12
+    ):
+        return False
+    # `token = get_token()`, `password: {{ x }}`: an English name with `=` or `:` is code or
+    # configuration, which env_assignment and codex_assignment judge; they miss Chinese names.
+    return not (match["sep"] in ("=", ":") and match["name"].isascii())
+
+
+_PROSE_SYMBOL = re.compile(r"[\d\W_]")
+_PROSE_NAMES = (
+    *("密码", "口令", "密钥", "秘钥", "令牌", "password", "passwd", "passphrase"),
+    *("token", "secret", "access", "api"),
+)
+
+# Secrets stated in prose, after every rule that keeps a name has run: "the password for
+# staging is X", "The staging admin password is X", "密码是 X", "access key 为 X", "token: X".
+_PROSE_RULES: tuple[Rule, ...] = (
+    Rule(
+        "prose_secret",
+        re.compile(
+            r"""(?P<name>密码|口令|密钥|秘钥|令牌|access[ \t]*key|secret[ \t]*key|api[ \t]*key
+                |password|passwd|passphrase|\btoken\b|\bsecret\b)
+            (?:[ \t]+(?:for|of|on|in)[ \t]+(?:the[ \t]+)?[\w.-]+){0,2}   # never across lines
+            [ \t]*(?P<sep>是|为|:|：|=|\bis\b|\bwas\b)[ \t]*
+            (?P<secret>[^\s，。,;；、]{3,}[^\s，。,;；、.!?:)\]'"])""",
+            re.VERBOSE | re.IGNORECASE,
+        ),
+        _accept_prose_value,
+        candidates=_starting_with(*_PROSE_NAMES),
+    ),
+)
+
+RULES: tuple[Rule, ...] = _SEED_RULES + _PROVIDER_RULES + _PROSE_RULES
 
 
 def redact(text: str) -> tuple[str, int]:

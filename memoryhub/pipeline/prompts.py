@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memoryhub.core.redaction import redact_json
+from memoryhub.core.redaction import redact, redact_json
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Kind, Subcategory, resolve_kind
 from memoryhub.pipeline.extractor import (
     CATEGORIES,
@@ -41,8 +41,6 @@ from memoryhub.pipeline.extractor import (
     SourceRecord,
     expand_records,
     readable_text,
-    redact_all,
-    redact_prose_secrets,
     render_memories_md,
 )
 from memoryhub.sessions.records import ASSISTANT, SYSTEM_PROMPT, TOOL_RESULT, USER
@@ -144,7 +142,6 @@ def rollout_items(
             }
         else:
             continue
-        item["content"] = redact_prose_secrets(item["content"])[0]
         if with_index:
             item = {"index": record.index, **item}
         items.append(item)
@@ -278,11 +275,11 @@ def validate_rollout(obj: Any) -> dict[str, Any]:
     slug = obj["rollout_slug"]
     if slug is not None and not isinstance(slug, str):
         raise ValueError(f"rollout_slug must be a string or null, got {_type_name(slug)}")
-    summary = redact_all(obj["rollout_summary"].strip())[0]
-    raw = redact_all(obj["raw_memory"].strip())[0]
+    summary = redact(obj["rollout_summary"].strip())[0]
+    raw = redact(obj["raw_memory"].strip())[0]
     if not summary or not raw:
         return {"rollout_summary": "", "rollout_slug": None, "raw_memory": ""}
-    clean_slug = sanitize_slug(redact_all(slug)[0]) if slug is not None else None
+    clean_slug = sanitize_slug(redact(slug)[0]) if slug is not None else None
     if clean_slug and "redacted" in clean_slug:
         clean_slug = None
     return {"rollout_summary": summary, "rollout_slug": clean_slug, "raw_memory": raw}
@@ -379,7 +376,7 @@ def typed_memories_messages(
     record indexes) is cut to `token_limit` tokens as in stage one; `existing` is listed (up to
     100 entries of 300 characters) so that the model does not repeat it."""
     listed = [
-        "- " + re.sub(r"\s+", " ", redact_all(e)[0]).strip()[:EXISTING_ENTRY_CHARS]
+        "- " + re.sub(r"\s+", " ", redact(e)[0]).strip()[:EXISTING_ENTRY_CHARS]
         for e in existing[:EXISTING_MAX]
         if e.strip()
     ]
@@ -499,14 +496,14 @@ def _validate_memory(item: Any, where: str, first: int, last: int) -> ExtractedM
         )
     return ExtractedMemory(
         kind=str(kind),
-        content=redact_all(content)[0],
-        title=redact_all(title)[0],
-        keywords=tuple(redact_all(k)[0] for k in clean_keywords),
+        content=redact(content)[0],
+        title=redact(title)[0],
+        keywords=tuple(redact(k)[0] for k in clean_keywords),
         importance=importance,
         record_start=start,
         record_end=end,
         subcategory=subcategory,
-        goal=redact_all(goal)[0],
+        goal=redact(goal)[0],
         rule="llm",
     )
 
@@ -567,7 +564,7 @@ def dialogue_lines(records: Sequence[SourceRecord]) -> list[str]:
         text = readable_text(record)
         if text is None:
             continue
-        text = redact_all(text.strip())[0]
+        text = redact(text.strip())[0]
         if text:
             lines.append(f"{'用户' if record.type == USER else '助手'}: {text}")
     return lines

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from accounts.actors import Actor
 from accounts.models import User
+from memoryhub.core import redaction
 from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.core.services import audit_record
@@ -70,6 +71,7 @@ def instruction_file_put(
     """Create or replace a project instruction file, or (owner set) that user's own file
     (whose path is always MEWCODE.md). Returns (file, created)."""
     path = InstructionFile.USER_FILE_PATH if owner is not None else _clean_path(path)
+    content = redaction.redact(content)[0]
     existing = InstructionFile.objects.select_for_update().filter(project=project, owner=owner)
     file = (existing if owner is not None else existing.filter(path=path)).first()
     if file is not None and file.content == content:
@@ -144,7 +146,7 @@ def instruction_tree_put(
             continue
         if path in tree:
             errors[raw_path] = [f"Same file as another path ({path})."]
-        tree[path] = content
+        tree[path] = redaction.redact(content)[0]
     if errors:
         raise ValidationError(errors)
 
@@ -219,6 +221,7 @@ def _owner_for(scope: str, actor: Actor) -> User | None:
 def _apply(file: RecallFile, data: RecallFileInput, actor: Actor, now: datetime) -> bool:
     """Set `file` from `data` and validate it; False when nothing would change."""
     mtime = data.mtime or now
+    data = replace(data, content=redaction.redact(data.content)[0])
     if (
         file.pk is not None
         and file.content == data.content

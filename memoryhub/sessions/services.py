@@ -18,7 +18,7 @@ from django.utils import timezone
 from accounts.actors import Actor
 from memoryhub.core import redaction
 from memoryhub.core.exceptions import ApplicationError, Conflict, PayloadTooLarge
-from memoryhub.core.markers import INJECTION_OPEN
+from memoryhub.core.markers import contains_injection
 from memoryhub.core.services import audit_record
 from memoryhub.llm import client as llm
 from memoryhub.llm.errors import LlmBudgetExhausted, LlmError
@@ -71,6 +71,9 @@ def session_get_or_create(
     existing = AgentSession.objects.filter(project=project, external_id=external_id).first()
     if existing is not None:
         return existing, False
+    if session_config(project.settings).redact_secrets:  # agents put paths, env lines here
+        title = redaction.redact(title)[0]
+        metadata = redaction.redact_json(metadata or {})[0]
     session = AgentSession(
         project=project,
         external_id=external_id,
@@ -120,16 +123,6 @@ def _check_limits(records: Sequence[RecordInput]) -> None:
             )
 
 
-def _contains_injection(content: Any) -> bool:
-    if isinstance(content, str):
-        return INJECTION_OPEN in content
-    if isinstance(content, list):
-        return any(_contains_injection(item) for item in content)
-    if isinstance(content, dict):
-        return any(_contains_injection(value) for value in content.values())
-    return False
-
-
 class _Counters:
     def __init__(self) -> None:
         self.records = 0
@@ -156,7 +149,7 @@ def _insert(
             else (record.metadata, 0)
         )
         redactions += meta_redactions
-        flagged = _contains_injection(content)
+        flagged = contains_injection(content)
         rows.append(
             SessionRecord(
                 session=session,
@@ -295,6 +288,7 @@ def session_import(
         if config.redact_secrets:  # the .meta title is the first user message, unredacted
             title, _ = redaction.redact(title)
             summary, _ = redaction.redact(summary)
+            extra, _ = redaction.redact_json(extra)
         session.title = (title or session.title)[:200]
         session.summary = summary
         if mewcode_meta and mewcode_meta.created_at:

@@ -695,3 +695,57 @@ def test_no_corpus_secret_reaches_any_output(corpus: list[Any]) -> None:
             body = secret.split("_", 1)[-1] if "_" in secret[:8] else secret
             for i in range(len(body) - 7):
                 assert body[i : i + 8] not in output, (session.name, secret)
+
+
+# --- one injected-block detection, shared with ingestion ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"type": "user", "content": f"{INJECTION_OPEN}\n- We use tabs.\n{INJECTION_CLOSE}\nhi"},
+        {"type": "user", "content": [{"type": "text", "text": f"ok {INJECTION_OPEN} x"}]},
+        {
+            "type": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {INJECTION_OPEN: "x"}}
+            ],
+        },
+        {
+            "type": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t2",
+                    "name": "Bash",
+                    "input": {"command": f"echo '{INJECTION_OPEN}'"},
+                }
+            ],
+        },
+        {"type": "user", "content": "We use Postgres 16, no marker here."},
+    ],
+    ids=["string", "text-block", "key", "tool-input", "none"],
+)
+def test_the_extractor_flags_injected_blocks_exactly_as_ingestion_does(
+    alice_client: Any, record: dict[str, Any]
+) -> None:
+    from memoryhub.sessions.models import SessionRecord
+
+    sessions = "/api/v1/projects/alpha/sessions/"
+    alice_client.post(sessions, {"external_id": "inj"}, format="json")
+    response = alice_client.post(f"{sessions}inj/records/", [record], format="json")
+    assert response.status_code == 201, response.content
+    stored = SessionRecord.objects.get()
+    (read,) = source_records([{"type": stored.type, "content": stored.content}])
+    assert read.contains_injection == stored.contains_injection
+    assert stored.contains_injection == (INJECTION_OPEN in json.dumps(record))
+
+
+def test_ingestion_and_the_extractor_share_one_detector() -> None:
+    from memoryhub.core import markers
+    from memoryhub.pipeline.extractor import records
+    from memoryhub.sessions import services
+
+    assert records.contains_injection is markers.contains_injection
+    assert services.contains_injection is markers.contains_injection
+    assert not hasattr(services, "_contains_injection")

@@ -1,0 +1,84 @@
+"""The offline stage-1 extractor: deterministic rules that turn a session into typed memories.
+
+`extract(records)` reads MewCode records (seed 000 §1) and returns `ExtractedMemory` items in
+the kind taxonomy of `memoryhub.memories.kinds`. It runs with no LLM and no database, and it
+returns the same output for the same input every time. Precision comes before recall: a wrong
+memory costs the team more than a missed one, so every rule below is anchored, and a sentence
+that hedges, asks something or only matters for the task at hand is skipped.
+
+The extractor is a package, one module per idea, each with its part of the rules:
+
+* `records`: reading records (what is read, injected blocks, compact boundaries);
+* `sentences`: the sentence rules (corrections, to-dos, prohibitions, preferences, profile,
+  references, facts, "remember");
+* `commands`: shell-command classification (useful commands, errors and their fixes);
+* `keywords`: keywords, redaction and dedupe of the output;
+* `stage1`: oh-my-pi's stage-1 JSON and MewCode's memories.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memoryhub.core.markers import strip_injections
+from memoryhub.pipeline.extractor.commands import (
+    command_memories,
+    lesson_memories,
+    shell_runs,
+)
+from memoryhub.pipeline.extractor.keywords import (
+    MAX_KEYWORDS,
+    MIN_KEYWORDS,
+    ExtractedMemory,
+    auto_keywords,
+    finalise,
+)
+from memoryhub.pipeline.extractor.records import (
+    SourceRecord,
+    expand_records,
+    readable_text,
+    source_records,
+)
+from memoryhub.pipeline.extractor.sentences import user_memories
+from memoryhub.pipeline.extractor.stage1 import (
+    CATEGORIES,
+    CATEGORY_FEEDBACK,
+    CATEGORY_PREFERENCES,
+    CATEGORY_PROJECT,
+    CATEGORY_REFERENCES,
+    memory_category,
+    offline_memories_md,
+    offline_stage1,
+    render_memories_md,
+)
+
+__all__ = [
+    "CATEGORY_FEEDBACK",
+    "CATEGORY_PREFERENCES",
+    "CATEGORY_PROJECT",
+    "CATEGORY_REFERENCES",
+    "CATEGORIES",
+    "MAX_KEYWORDS",
+    "MIN_KEYWORDS",
+    "ExtractedMemory",
+    "SourceRecord",
+    "auto_keywords",
+    "expand_records",
+    "extract",
+    "memory_category",
+    "offline_memories_md",
+    "offline_stage1",
+    "readable_text",
+    "render_memories_md",
+    "source_records",
+    "strip_injections",
+]
+
+
+def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
+    """The durable memories of `records` (see the modules' docstrings for the rules)."""
+    expanded = expand_records(records)
+    runs = shell_runs(expanded)
+    drafts = user_memories(expanded) + command_memories(runs) + lesson_memories(expanded, runs)
+    drafts.sort(key=lambda d: (d.record_start, d.record_end))
+    return finalise(drafts)

@@ -1,0 +1,540 @@
+"""Shell-command classification: which commands are worth remembering, and lessons from
+the ones that failed and were then fixed.
+
+Tool calls: an assistant `tool_use` block of a shell tool (Bash, shell, run_command, …) with a
+`command` input, paired with its `tool_result` by `tool_use_id`.
+
+`command` → project/ops, importance 1. A shell command whose result is not an error and
+    that builds, tests, lints, type-checks, formats, migrates, deploys, installs dependencies
+    (without naming a package) or starts local services. Never `ls`, `cat`, `cd`, `git …`,
+    `grep`, `echo` and the like. There is one memory per command family (`pytest`,
+    `manage.py migrate`, `npm run lint` …), with the shortest successful form.
+`error_fix` → lesson, importance 2. A failed shell command whose output shows an environment
+    or tooling problem (missing module or binary, refused connection, credentials, version
+    conflicts, unsupported protocol, missing table…). It must be followed later by a
+    successful run of the same command family, with an explanation in between. The memory
+    holds the failure, the explanation (the sentences of the first explanation after the
+    failure that mention the error), the commands that fixed it and the command that then
+    worked. Test failures that the code under edit caused (AssertionError) are not lessons.
+
+Record range: for a command, the tool_use through its result; for a lesson, the failed call
+through the successful result. Commands are stored redacted (`redact`, which also scrubs
+`redis-cli -a <password>`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memoryhub.core.redaction import redact
+from memoryhub.memories.kinds import Kind, Subcategory
+from memoryhub.memories.text import tokenize
+from memoryhub.pipeline.extractor.keywords import CJK, MAX_TITLE_CHARS, Draft, clip
+from memoryhub.pipeline.extractor.records import SourceRecord, readable_text
+from memoryhub.sessions.conversation import text_of
+from memoryhub.sessions.records import (
+    ASSISTANT,
+    TOOL_RESULT,
+    USER,
+)
+
+_SHELL_TOOLS = frozenset(
+    {
+        *("bash", "shell", "sh", "zsh", "terminal", "run_command", "execute_command"),
+        *("run_shell_command", "run_terminal_cmd", "exec", "execute", "command"),
+        *("powershell", "cmd", "run", "local_shell", "shell_command"),
+    }
+)
+_TRIVIAL = frozenset(
+    {
+        *("ls", "ll", "cat", "cd", "pwd", "echo", "printf", "grep", "rg", "ag", "find", "fd"),
+        *("head", "tail", "less", "more", "which", "whereis", "type", "env", "printenv"),
+        *("export", "mkdir", "rm", "rmdir", "cp", "mv", "touch", "sed", "awk", "wc", "sort"),
+        *("uniq", "cut", "tr", "xargs", "tee", "diff", "stat", "file", "du", "df", "ps"),
+        *("kill", "top", "htop", "whoami", "date", "sleep", "true", "false", "clear", "history"),
+        *("git", "gh", "open", "code", "vim", "vi", "nano", "tree", "chmod", "chown", "ln"),
+        *("curl", "wget", "jq", "yq", "tar", "unzip", "zip", "ssh", "scp", "man", "help"),
+    }
+)
+_RUNNER_PREFIXES: tuple[tuple[str, ...], ...] = (
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("pipenv", "run"),
+    ("pdm", "run"),
+    ("hatch", "run"),
+    ("rye", "run"),
+    ("pnpm", "exec"),
+    ("pnpm", "dlx"),
+    ("yarn", "dlx"),
+    ("npm", "exec"),
+    ("bundle", "exec"),
+    ("python", "-m"),
+    ("python3", "-m"),
+    ("py", "-m"),
+    ("npx",),
+    ("bunx",),
+    ("sudo",),
+    ("time",),
+    ("nice",),
+    ("command",),
+)
+_TEST_TOOLS = frozenset(
+    {
+        *("pytest", "py.test", "tox", "nox", "jest", "vitest", "mocha", "ava", "rspec"),
+        *("phpunit", "ctest", "playwright", "cypress", "karma", "behave", "unittest"),
+    }
+)
+_LINT_TOOLS = frozenset(
+    {
+        *("ruff", "flake8", "pylint", "eslint", "golangci-lint", "rubocop", "stylelint"),
+        *("biome", "pre-commit", "shellcheck", "hadolint", "tflint", "ktlint", "swiftlint"),
+        *("clang-tidy", "markdownlint", "yamllint", "pyflakes", "bandit", "oxlint", "vet"),
+    }
+)
+_TYPECHECK_TOOLS = frozenset({"mypy", "pyright", "tsc", "vue-tsc", "pytype", "basedpyright"})
+_FORMAT_TOOLS = frozenset({"black", "isort", "prettier", "gofmt", "clang-format", "rustfmt"})
+_BUILD_TOOLS = frozenset({"cmake", "webpack", "rollup", "esbuild", "bazel", "ninja", "meson"})
+_DEPLOY_TOOLS = frozenset(
+    {
+        *("kubectl", "helm", "fly", "flyctl", "vercel", "netlify", "ansible-playbook"),
+        *("serverless", "sls", "cap", "firebase", "heroku", "skaffold", "argocd", "kamal"),
+    }
+)
+_INFRA_TOOLS = frozenset({"terraform", "tofu", "pulumi", "terragrunt", "cdk"})
+_MIGRATE_TOOLS = frozenset({"alembic", "flyway", "goose", "dbmate", "liquibase", "atlas"})
+_PACKAGE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+_TASK_RUNNERS = frozenset({"make", "just", "task", "invoke", "rake", "mage", "nx", "turbo"})
+
+_PHRASES = {
+    "test": "Run tests with `{}`.",
+    "lint": "Lint with `{}`.",
+    "typecheck": "Type-check with `{}`.",
+    "format": "Format code with `{}`.",
+    "build": "Build with `{}`.",
+    "deploy": "Deploy with `{}`.",
+    "infra": "Plan/apply infrastructure with `{}`.",
+    "migrate": "Run database migrations with `{}`.",
+    "makemigrations": "Create database migrations with `{}`.",
+    "install": "Install dependencies with `{}`.",
+    "services": "Start the local services with `{}`.",
+}
+_TITLES = {
+    "test": "Run tests",
+    "lint": "Lint",
+    "typecheck": "Type-check",
+    "format": "Format",
+    "build": "Build",
+    "deploy": "Deploy",
+    "infra": "Infrastructure",
+    "migrate": "Migrations",
+    "makemigrations": "Create migrations",
+    "install": "Install dependencies",
+    "services": "Local services",
+}
+_FAILURE = re.compile(
+    r"""(?im)^(?:exit\s+code:?\s*[1-9]|error\b|fatal:|npm\s+err!|e\s{2,}\S|failed\b|fail\b|--- fail|
+        traceback\s+\(most\s+recent\s+call\s+last\))
+      | command\s+not\s+found | \b[1-9]\d*\s+(?:failed|errors?)\b""",
+    re.VERBOSE,
+)
+_ENV_ERROR = re.compile(
+    r"""modulenotfounderror|importerror|no\s+module\s+named|cannot\s+find\s+module|command\s+not\s+found|
+        is\s+not\s+recognized\s+as|no\s+such\s+file\s+or\s+directory|\benoent\b|permission\s+denied|
+        \beacces\b|connection\s+refused|econnrefused|could\s*n[o']t\s+connect|unable\s+to\s+connect|
+        \btimed\s+out\b|\btimeout\b|unauthori[sz]ed|forbidden|\b401\b|\b403\b|credential|
+        logged\s+in|not\s+authenticated|authentication\s+failed|wrongpass|noauth|access\s+denied|
+        unsupported|failed\s+to\s+select\s+a\s+version|version\s+conflict|conflict\s+with|
+        incompatible|requires\s+python|no\s+matching\s+distribution|could\s+not\s+find\s+a\s+version|
+        eresolve|peer\s+dep|address\s+already\s+in\s+use|eaddrinuse|port\s+is\s+already\s+allocated|
+        no\s+such\s+table|relation\s+"?[\w.]+"?\s+does\s+not\s+exist|unapplied\s+migration|
+        out\s+of\s+memory|no\s+space\s+left|certificate|ssl\s+error|environment\s+variable|
+        is\s+not\s+set|lockfile|lock\s+file|out\s+of\s+date|not\s+installed|missing\s+dependency""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_ERROR_LINE = re.compile(r"error|fail|exception|denied|refused|not found|unauthori", re.I)
+
+
+@dataclass(frozen=True)
+class _Run:
+    use_index: int
+    result_index: int
+    use_position: int
+    result_position: int
+    command: str
+    ok: bool
+    output: str
+    key: str
+    category: str | None
+
+
+def _split_words(part: str) -> list[str]:
+    try:
+        return shlex.split(part)
+    except ValueError:
+        return part.split()
+
+
+def _command_parts(command: str) -> list[list[str]]:
+    """The simple commands of a shell line, each as words without env assignments, `cd`
+    steps and runner prefixes (uv run, npx, python -m …)."""
+    parts = []
+    for piece in re.split(r"&&|\|\||;|\|", command):
+        words = _split_words(piece.strip())
+        while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+            words = words[1:]
+        if words and words[0] == "env":
+            words = words[1:]
+            while words and "=" in words[0]:
+                words = words[1:]
+        if not words or words[0] == "cd":
+            continue
+        changed = True
+        while changed and words:
+            changed = False
+            for prefix in _RUNNER_PREFIXES:
+                if tuple(words[: len(prefix)]) == prefix and len(words) > len(prefix):
+                    words = words[len(prefix) :]
+                    changed = True
+        if words:
+            parts.append(words)
+    return parts
+
+
+def _script_category(name: str) -> str | None:
+    name = name.lower()
+    table = (
+        (("makemigrations",), "makemigrations"),
+        (("e2e", "test", "spec"), "test"),
+        (("lint",), "lint"),
+        (("typecheck", "type-check", "types", "tsc", "mypy"), "typecheck"),
+        (("format", "fmt", "prettier"), "format"),
+        (("build", "compile", "bundle", "dist"), "build"),
+        (("deploy", "release", "publish", "ship", "rollout"), "deploy"),
+        (("plan", "apply"), "infra"),
+        (("migrat", "db:"), "migrate"),
+        (("check", "verify", "ci"), "lint"),
+        (("install", "setup", "bootstrap", "deps"), "install"),
+    )
+    for needles, category in table:
+        if any(n in name for n in needles):
+            return category
+    return None
+
+
+def _classify_words(words: list[str]) -> tuple[str, str | None]:
+    """(family key, category or None) of one simple command."""
+    tool = words[0].rsplit("/", 1)[-1]
+    args = words[1:]
+    if (
+        tool in ("python", "python3", "py", "bash", "sh", "node", "ruby", "perl")
+        and args
+        and args[0].endswith((".py", ".sh", ".js", ".rb", ".pl"))
+        and not args[0].startswith("-")
+    ):
+        tool, args = args[0].rsplit("/", 1)[-1], args[1:]
+    sub = args[0] if args and not args[0].startswith("-") else ""
+    key = f"{tool} {sub}".strip() if sub and "/" not in sub and "." not in sub.strip(".") else tool
+    low, low_sub = tool.lower(), sub.lower()
+    positional = [a for a in args[1:] if not a.startswith("-")]
+
+    if low in _TRIVIAL:
+        return key, None
+    if low in _TEST_TOOLS:
+        return tool, "test"
+    if low in _TYPECHECK_TOOLS:
+        return tool, "typecheck"
+    if low == "ruff":
+        return key, "format" if low_sub == "format" else "lint"
+    if low in _LINT_TOOLS:
+        return tool if low != "vet" else key, "lint"
+    if low in _FORMAT_TOOLS:
+        return tool, "format"
+    if low in ("go", "cargo", "dotnet", "deno", "swift", "mix", "zig", "flutter", "dart"):
+        if low_sub == "test":
+            return key, "test"
+        if low_sub in ("build", "check"):
+            return key, "build"
+        if low_sub in ("vet", "clippy", "lint", "analyze"):
+            return key, "lint"
+        if low_sub in ("fmt", "format"):
+            return key, "format"
+        if low_sub in ("mod", "fetch") and (
+            positional[:1] in (["download"], ["tidy"]) or low == "cargo"
+        ):
+            return key, "install"
+        return key, None
+    if low in _PACKAGE_MANAGERS:
+        if low_sub in ("install", "i", "ci") and not positional:
+            return key, "install"
+        if low == "yarn" and not sub:
+            return key, "install"
+        if low_sub == "run" and args[1:2]:
+            script = args[1]
+            return f"{tool} run {script}", _script_category(script)
+        if low_sub in _TEST_TOOLS or low_sub in _LINT_TOOLS or low_sub in _TYPECHECK_TOOLS:
+            return key, _classify_words(args)[1]
+        if low_sub in (
+            "add",
+            "remove",
+            "uninstall",
+            "update",
+            "upgrade",
+            "init",
+            "create",
+            "dev",
+            "start",
+            "serve",
+            "exec",
+            "dlx",
+            "link",
+            "publish",
+            "version",
+            "outdated",
+        ):
+            return key, None
+        return key, _script_category(sub) if sub else None
+    if low in ("gradle", "gradlew", "mvn", "mvnw", "sbt", "lein", "ant"):
+        if low_sub in ("test", "check", "verify") and low not in ("mvn", "mvnw"):
+            return key, "test" if low_sub == "test" else "lint"
+        if low_sub in ("test", "verify"):
+            return key, "test"
+        if low_sub.startswith(("build", "assemble", "bundle", "package", "install", "compile")):
+            return key, "build"
+        if low_sub in ("lint", "ktlintcheck", "detekt", "spotlesscheck", "checkstyle:check"):
+            return key, "lint"
+        return key, None
+    if low == "dbt":
+        return key, {"run": "build", "build": "build", "test": "test", "compile": "build"}.get(
+            low_sub
+        )
+    if low in _BUILD_TOOLS:
+        return key, "build"
+    if low in _TASK_RUNNERS:
+        return key, _script_category(sub) if sub else "build"
+    if low == "manage.py":
+        if low_sub == "makemigrations":
+            return key, "makemigrations"
+        if low_sub == "migrate":
+            return key, "migrate"
+        if low_sub == "test":
+            return key, "test"
+        if low_sub == "check":
+            return key, "lint"
+        return key, None
+    if low in _MIGRATE_TOOLS or (low in ("prisma", "knex", "sequelize") and "migrat" in low_sub):
+        return key, "migrate"
+    if low in ("rails", "rake", "bin/rails") and low_sub.startswith("db:"):
+        return key, "migrate"
+    if low in _INFRA_TOOLS:
+        if low_sub in ("fmt", "validate"):
+            return key, "lint"
+        if low_sub in ("plan", "apply", "up", "preview", "deploy", "init"):
+            return key, "infra"
+        return key, None
+    if low in _DEPLOY_TOOLS:
+        return key, "deploy" if low_sub not in ("get", "describe", "logs", "status", "ls") else None
+    if low in ("docker", "docker-compose", "podman"):
+        if low == "docker" and low_sub == "compose":
+            low_sub = positional[0].lower() if positional else ""
+            key = f"docker compose {low_sub}".strip()
+        if low_sub == "build":
+            return key, "build"
+        if low_sub == "push":
+            return key, "deploy"
+        if low_sub == "up":
+            return key, "services"
+        return key, None
+    if low in ("pip", "pip3", "pipenv", "poetry", "uv", "bundle", "composer", "conda"):
+        flags = set(args)
+        if low_sub in ("sync", "lock") or (low_sub == "install" and not positional):
+            return key, "install"
+        if low_sub == "install" and flags & {"-r", "--requirement", "-e", "--editable"}:
+            return key, "install"
+        if low_sub == "build":
+            return key, "build"
+        return key, None
+    if low == "build":  # python -m build
+        return key, "build"
+    category = _script_category(tool.rsplit(".", 1)[0]) if "." in tool else None
+    return key, category
+
+
+def _classify_command(command: str) -> tuple[str, str | None]:
+    """(family key, category) of a shell line: the first part that has a category, else the
+    key of its first part."""
+    parts = _command_parts(command)
+    if not parts:
+        return "", None
+    for words in parts:
+        key, category = _classify_words(words)
+        if category is not None:
+            return key, category
+    return _classify_words(parts[0])[0], None
+
+
+def shell_runs(expanded: Sequence[SourceRecord]) -> list[_Run]:
+    uses: dict[str, tuple[int, int, str]] = {}
+    runs: list[_Run] = []
+    for position, record in enumerate(expanded):
+        if record.type == ASSISTANT and isinstance(record.content, list):
+            for block in record.content:
+                if not isinstance(block, dict) or block.get("type") != "tool_use":
+                    continue
+                name = str(block.get("name", "")).lower()
+                inp = block.get("input")
+                if name not in _SHELL_TOOLS or not isinstance(inp, dict):
+                    continue
+                command = inp.get("command", inp.get("cmd"))
+                if isinstance(command, list):
+                    command = " ".join(str(c) for c in command)
+                if isinstance(command, str) and command.strip():
+                    uses[str(block.get("id", ""))] = (record.index, position, command.strip())
+        elif record.type == TOOL_RESULT and record.tool_use_id in uses:
+            use_index, use_position, command = uses.pop(record.tool_use_id)
+            output = readable_text(record)
+            if output is None:  # flagged, but the marker is gone: cannot tell what was ours
+                continue
+            ok = not record.is_error and not _FAILURE.search(output)
+            key, category = _classify_command(command)
+            runs.append(
+                _Run(
+                    use_index=use_index,
+                    result_index=record.index,
+                    use_position=use_position,
+                    result_position=position,
+                    command=command,
+                    ok=ok,
+                    output=output,
+                    key=key,
+                    category=category,
+                )
+            )
+    return runs
+
+
+def command_memories(runs: Sequence[_Run]) -> list[Draft]:
+    best: dict[str, _Run] = {}
+    order: list[str] = []
+    for run in runs:
+        if not run.ok or run.category is None or len(run.command) > 160 or "\n" in run.command:
+            continue
+        current = best.get(run.key)
+        if current is None:
+            order.append(run.key)
+            best[run.key] = run
+        elif len(run.command) < len(current.command):
+            best[run.key] = run
+    drafts = []
+    for key in order:
+        run = best[key]
+        assert run.category is not None
+        command = redact(run.command)[0]
+        drafts.append(
+            Draft(
+                kind=Kind.PROJECT.value,
+                content=_PHRASES[run.category].format(command),
+                importance=1,
+                record_start=run.use_index,
+                record_end=run.result_index,
+                rule="command",
+                subcategory=Subcategory.OPS.value,
+                title=clip(f"{_TITLES[run.category]}: {command}", MAX_TITLE_CHARS),
+                from_user=False,
+            )
+        )
+    return drafts
+
+
+def _similar(a: _Run, b: _Run) -> bool:
+    if a.key and a.key == b.key:
+        return True
+    if a.category is not None and a.category == b.category:
+        return True
+    return a.command == b.command
+
+
+def _error_line(output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for pattern in (_ENV_ERROR, _ERROR_LINE):
+        for line in lines:
+            if pattern.search(line):
+                return clip(re.sub(r"^E\s+", "", line), 160).rstrip(".。")
+    return clip(lines[0], 160).rstrip(".。") if lines else "an error"
+
+
+def _explanation(
+    expanded: Sequence[SourceRecord], start: int, end: int, about: Sequence[str]
+) -> str:
+    """The first assistant (else user) text between two positions: up to two of its sentences,
+    preferring those that share a term with the first of `about` (the error line), then with
+    the next (the commands)."""
+    topics = [set(tokenize(a)) - {"fail", "error", "succeed", "py"} for a in about]
+    for wanted in (ASSISTANT, USER):
+        for record in expanded[start:end]:
+            if record.type != wanted:
+                continue
+            text = readable_text(record) if wanted == USER else text_of(record.content)
+            text = (text or "").strip()
+            if not text:
+                continue
+            sentences = [p.strip() for p in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text)]
+            sentences = [p for p in sentences if p]
+            chosen = sentences[:2]
+            for topic in topics:
+                relevant = [p for p in sentences if topic & set(tokenize(p))]
+                if relevant:
+                    chosen = relevant[:2]
+                    break
+            joiner = "" if CJK.search(text) else " "
+            return clip(joiner.join(chosen).strip(), 240)
+    return ""
+
+
+def lesson_memories(expanded: Sequence[SourceRecord], runs: Sequence[_Run]) -> list[Draft]:
+    drafts: list[Draft] = []
+    used_successes: set[int] = set()
+    for i, failed in enumerate(runs):
+        if failed.ok or not _ENV_ERROR.search(failed.output):
+            continue
+        success = next((r for r in runs[i + 1 :] if r.ok and _similar(failed, r)), None)
+        if success is None or success.result_index in used_successes:
+            continue
+        about = (_error_line(failed.output), f"{failed.command} {success.command}")
+        explanation = _explanation(
+            expanded, failed.result_position + 1, success.use_position, about
+        )
+        if not explanation:
+            continue
+        used_successes.add(success.result_index)
+        fixes = [
+            r.command
+            for r in runs[i + 1 :]
+            if r.result_position < success.use_position
+            and r.ok
+            and not _similar(r, failed)
+            and _classify_words(_command_parts(r.command)[0])[0].split(" ")[0] not in _TRIVIAL
+            if _command_parts(r.command)
+        ][:2]
+        failed_command = redact(failed.command)[0]
+        content = f"`{failed_command}` failed: {_error_line(failed.output)}. Fix: {explanation}"
+        if fixes:
+            content += " Ran " + ", then ".join(f"`{redact(c)[0]}`" for c in fixes) + "."
+        content += f" Then `{redact(success.command)[0]}` succeeded."
+        drafts.append(
+            Draft(
+                kind=Kind.LESSON.value,
+                content=content,
+                importance=2,
+                record_start=failed.use_index,
+                record_end=success.result_index,
+                rule="error_fix",
+                title=clip(
+                    f"{failed.key or failed_command}: {_error_line(failed.output)}", MAX_TITLE_CHARS
+                ),
+                from_user=False,
+            )
+        )
+    return drafts

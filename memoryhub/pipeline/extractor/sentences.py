@@ -1,0 +1,703 @@
+"""The sentence rules: what a user's sentence says that is worth remembering.
+
+Rules (the `rule` field of each memory names the one that fired)
+================================================================
+User text is split into sentences. Sentence ends are `. ! ?` followed by a space, `。！？；;`,
+and line breaks. A sentence is also split before `, and I …`, `, never …`, `, don't …` (and
+the like), and before a Chinese `，` that opens a prohibition (`，不要…`, `，别…`). Leading fillers
+("Oh and", "btw", "另外", …) are dropped. These sentences are skipped: questions (`?`, `吗`,
+"can you…", "要不要…"); hedges anywhere ("maybe", "probably", "I think", "not sure", "也许",
+"可能", "好像"); conditionals at the start ("if", "what if", "如果", "要是"); and sentences
+that point back at context ("like this", "这样", "这么") with nothing else to say. The rules
+are tried in this order, and the first that fires takes the sentence:
+
+`correction` → feedback, importance 3 if emphatic ("again", "I told you", "又", "说过"),
+    else 2. A user message after an assistant turn that starts "no,", "nope", "that's
+    wrong", "actually", "not quite", "I said" / "不对", "错了", "搞错了", "其实", "应该是". It
+    counts only if the rest states something ("is", "should be", "use", "not X", "instead",
+    "是", "用", "而不是"). A bare "no" that answers the assistant's question needs a contrast
+    ("not", "instead", "而不是"). Transient replies ("just…", "only…", "let's…", "先…",
+    "这次…") are skipped.
+`todo` → project/todo, importance 2. "TODO:", "later we need to…", "we should … eventually /
+    at some point", "remind me to…" / "待办", "之后要", "回头再", "后续要", "以后再",
+    "下个版本再". There must be an object beyond the trigger ("下个迭代再说" is too vague).
+`prohibition` → rule or feedback (see below), importance 3. "never <verb>", "don't ever",
+    "don't/do not <verb>", "stop <verb>ing", "avoid …", "you must not", "X is not allowed" /
+    "不要", "别再", "禁止", "不许", "严禁", "不能再". Transient ones ("yet", "for now", "this
+    time", "先不要", "暂时", "这次") are skipped, and so are pronoun objects ("don't commit it").
+`preference` → user; a rule when it names the project ("in this repo", "项目里"); feedback when
+    it is about how the assistant works with the user ("ask me", "问我", "reply", "回复").
+    Importance 3 with "always", "never", "from now on", "以后…都", "一律", else 2. "I
+    prefer", "I'd rather", "I always/usually <verb>", "I like to…", "I don't like", "I hate",
+    "I can't stand", "always …", "from now on", "going forward", "by default" / "我喜欢",
+    "我习惯", "我偏好", "我更喜欢", "我不喜欢", "以后…都", "今后一律", "每次都用", "统一用",
+    "默认用". Objects such as "this", "that one", "这个" are skipped.
+`profile` → user, importance 2. "I'm a backend engineer", "I work on…", "my role is" /
+    "我是…工程师", "我负责…".
+`reference` → reference, importance 2. A URL with a reference word ("docs", "see", "runbook",
+    "wiki", "spec", "文档", "参考", "见", "规范") or a docs-looking address (not localhost, not
+    a PR or commit link). A doc path (`*.md`, `docs/…`) with a reference word. A README
+    section.
+`fact` → project, importance 2, with subcategory decisions (decided, switched, 决定, 改用,
+    统一), ops (deploy, CI, server, 部署, 线上) or else structure. "we use/run/deploy/host…",
+    "we decided/switched/migrated…", "the project uses…", "our X is/runs/lives…", "<thing>
+    lives in <path>" / "我们用", "项目使用", "我们采用", "我们的X是", "部署在", "我们决定",
+    "X在 <path> 里". Only the clause that states the fact is kept.
+`remember` → as found, importance 3. "remember (that)…", "keep in mind…", "note that…" /
+    "记住", "请记住", "注意：". The rest goes through the rules above. Failing those, it becomes
+    a project memory when it is about the project, our systems or code, else a user memory.
+
+Prohibitions: rule or feedback? A prohibition about how the assistant works with the user
+("without asking me", "apologize", "explain", "summarize", "reply", "问我", "道歉", "回复",
+"擅自") is feedback. Otherwise one that names code, files or tooling (a code word such as
+import, dependency, module, test, log, branch, 代码, 依赖, 分支, 文件; a path; a backticked or
+snake_case identifier; in Chinese, any Latin word) is a rule. Failing both, it is feedback when
+it addresses "you"/"你", else a rule.
+
+Record range: the user record; for a correction, the assistant record that was corrected
+through the user record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from memoryhub.memories.kinds import Kind, Subcategory
+from memoryhub.memories.text import STOPWORDS
+from memoryhub.pipeline.extractor.keywords import (
+    CJK,
+    CJK_FUNCTION,
+    MAX_CONTENT_CHARS,
+    TRIGGER_WORDS,
+    Draft,
+)
+from memoryhub.pipeline.extractor.records import SourceRecord, clean_user_text, readable_text
+from memoryhub.sessions.conversation import text_of
+from memoryhub.sessions.records import (
+    ASSISTANT,
+    USER,
+)
+
+_SENTENCE_SPLIT = re.compile(
+    r"""(?<=[.!?])\s+(?=\S)
+      | (?<=[。！？；;])\s*
+      | \n+
+      | ,\s*(?:and\s+)?
+        (?=(?:please|also|always|never|don'?t|do\s+not|stop|i|i'd|i'm|we|we're|our)\b)
+      | [，,]\s*(?=(?:不要|别再|别(?![的人处])|禁止|不许|不准|严禁|千万别|千万不要|不能再))
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+_FILLER = re.compile(
+    r"""^(?:(?:oh|ok|okay|also|and|but|btw|by\s+the\s+way|one\s+more\s+thing|another\s+thing|
+        hey|so|well|alright|great|thanks|thank\s+you|cool|nice|perfect|good|yes|yeah|yep|sure|
+        honestly|frankly|personally|tbh|looks\s+good|lgtm|fyi)\b[\s,:;!.\-–—]*)+""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_FILLER_ZH = re.compile(
+    r"^(?:(?:另外|还有|顺便说一下|顺便|对了|哦|嗯|好的|好吧|行|补充一下|还有一点|然后|此外)[，,：:、\s]*)+"
+)
+_QUESTION_START = re.compile(
+    r"""^(?:what|why|how|when|where|which|who|whose|can\s+you|could\s+you|would\s+you|will\s+you|
+        do\s+(?:we|you|i)|does|did|is\s+(?:there|it|this|that)|are\s+(?:there|we|you)|should\s+(?:we|i)|
+        shall\s+we|have\s+you|要不要|是不是|能不能|可不可以|有没有|为什么|怎么|为啥|是否)\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_HEDGE = re.compile(
+    r"""\b(?:maybe|perhaps|probably|possibly|might|i\s+think|i\s+guess|i\s+believe|i\s+suppose|
+        not\s+sure|i\s+wonder|just\s+an\s+idea|no\s+idea|i\s+assume)\b
+      | 也许|可能|大概|好像|不确定|说不定|或许|不一定|估计""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_CONDITIONAL_START = re.compile(
+    r"^(?:if|what\s+if|in\s+case|unless|whether|suppose|imagine)\b|^(?:如果|要是|假如|万一|假设)",
+    re.IGNORECASE,
+)
+_VAGUE = re.compile(r"\b(?:like\s+this|like\s+that|this\s+way|that\s+way)\b|这么|这样|那样", re.I)
+
+
+def split_sentences(text: str) -> list[str]:
+    return [p.strip() for p in _SENTENCE_SPLIT.split(text) if p and p.strip()]
+
+
+def _strip_fillers(sentence: str) -> str:
+    previous = None
+    while previous != sentence:
+        previous = sentence
+        sentence = _FILLER.sub("", sentence).strip()
+        sentence = _FILLER_ZH.sub("", sentence).strip()
+    return sentence
+
+
+def _is_question(sentence: str) -> bool:
+    stripped = sentence.rstrip(" .。!！")
+    if stripped.endswith(("?", "？")):
+        return True
+    if re.search(r"(?:吗|么|呢|吧？)$", stripped):
+        return True
+    return bool(_QUESTION_START.match(sentence))
+
+
+# --- the sentence rules -------------------------------------------------------------------------
+
+_VERBS = (
+    r"use|add|import|touch|modify|edit|change|commit|push|merge|call|put|write|create|delete|"
+    r"remove|rename|introduce|install|mock|hardcode|hard-code|store|log|print|disable|skip|bypass|"
+    r"run|deploy|force|force-push|rebase|reformat|upgrade|downgrade|bump|pin|expose|return|catch|"
+    r"swallow|rely|depend|leave|format|generate|send|include|make|let|suggest|apologi[sz]e|"
+    r"explain|summari[sz]e|ask|guess|assume|invent|reply|respond|answer|copy|duplicate|nest|mix|"
+    r"update|overwrite|reuse|inline|block|apply|ship|release|squash|amend|reference|sleep|retry|"
+    r"raise|throw|ignore|silence|suppress|comment|trust|share|leak|paste|upload|open|close|drop|"
+    r"truncate|migrate|alter|query|fetch|access|read|check|hand-edit|define|wrap|start|stop|"
+    r"rewrite|refactor|split|mutate|patch|bypass|vendor|fork|sign|publish|expose"
+)
+_TEMPORAL = (
+    r"(?:(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|"
+    r"henceforth)\s*,?\s*)?"
+)
+_PROHIBIT_EN = re.compile(
+    rf"""^{_TEMPORAL}(?:please\s+)?(?:
+        never\s+(?:ever\s+)?(?:{_VERBS})\b
+      | (?:don'?t|do\s+not)\s+ever\b
+      | (?:don'?t|do\s+not)\s+(?:{_VERBS})\b
+      | stop\s+\w+ing\b
+      | avoid\s+\w
+      | (?:you|we)\s+(?:must|should|shall)\s*(?:not|never)\b
+      | (?:you|we)\s+(?:must|should)n'?t\b
+      | under\s+no\s+circumstances\b
+      | no\s+more\s+\w
+    )""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_PROHIBIT_EN_ANYWHERE = re.compile(
+    r"\b(?:is|are)\s+(?:not\s+allowed|forbidden|banned|prohibited)\b", re.IGNORECASE
+)
+_PROHIBIT_ZH = re.compile(
+    r"^(?:以后|今后|从现在起|从今以后|请|你|我们|千万|绝对|永远|务必|一定|记得|也|并且|而且|再也|都)*\s*"
+    r"(?:不要|不许|不准|禁止|严禁|别再|别(?![的人处名扭])|不能再|不可以|不得|绝不|千万别)"
+    r"|禁止|严禁"
+)
+_TRANSIENT_EN = re.compile(
+    r"""\b(?:yet|for\s+now|right\s+now|just\s+now|this\s+time|today|tonight|tomorrow|
+        at\s+the\s+moment|until|in\s+this\s+(?:pr|commit|change|task|branch|ticket)|
+        for\s+this\s+(?:pr|commit|change|task|one))\b
+      | (?<![.\w])now\b(?!\s*\()""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_TRANSIENT_ZH = re.compile(
+    r"先不|先别|暂时|这次|本次|现在|今天|明天|目前|还没|等我|等一下|一下子|急|担心|不要紧"
+)
+_PRONOUN_OBJECT = re.compile(
+    rf"^(?:[\w\s,']*?\b(?:{_VERBS})\b)\s+(?:it|this|that|them|these|those)\b(?:\s+\w+)?[\s.!]*$",
+    re.IGNORECASE,
+)
+
+_PREF_EN = re.compile(
+    r"""^(?:
+        i\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|much\s+|always\s+)?prefer\b
+      | i'?d\s+(?:much\s+)?(?:rather|prefer)\b
+      | i\s+would\s+(?:much\s+)?(?:rather|prefer)\b
+      | my\s+(?:strong\s+|personal\s+)?preference\s+is\b
+      | i\s+(?:always|usually|generally|normally|typically)\s+
+            (?:use|want|write|run|keep|put|go\s+with|like|name|format|commit|test|do)\b
+      | i\s+(?:really\s+)?like\s+(?:to\b|it\s+when\b|using\b|having\b|keeping\b|my\b|when\b)
+      | i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+like\b
+      | i\s+(?:hate|dislike|can'?t\s+stand|cannot\s+stand)\b
+      | i\s+want\s+you\s+to\s+always\b
+      | i'?m\s+used\s+to\b
+      | (?:please\s+)?(?:always|from\s+now\s+on|going\s+forward|moving\s+forward|henceforth|
+            by\s+default)\b
+      | (?:please\s+)?make\s+sure\s+(?:to\s+|you\s+)?always\b
+      | in\s+(?:the\s+)?future\s*,?\s*(?:please\s+)?
+            (?:use|run|write|put|add|keep|ask|make|prefer|always|stick)\b
+    )""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_PREF_VAGUE_OBJECT = re.compile(
+    r"""^(?:i\s+\w+\s+(?:to\s+)?|i'?d\s+\w+\s+|my\s+preference\s+is\s+)
+        (?:this|that|it|these|those|your|yours|the\s+(?:first|second|third|last|other|previous|new|old)
+           (?:\s+(?:one|option|approach|version|way))?|this\s+one|that\s+one)\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_PREF_ZH = re.compile(
+    r"^(?:我(?:个人|一般|通常|平时|一直|比较|更|还是|都)*(?:喜欢|习惯|偏好|倾向于?|偏向)"
+    r"|我(?:不太|不)喜欢|我讨厌"
+    r"|(?:以后|今后|往后|从现在起)[^，。,；;]{0,10}?(?:都|一律|统一|每次|全部|尽量|记得|请|始终|总是|必须|一定)"
+    r"|(?:请)?(?:每次|一律|统一|始终|总是|永远)都?(?:用|使用|要|先|把|写|跑|保持|加|按)"
+    r"|(?:请)?记得(?:每次|都|总是|以后)"
+    r"|默认都?(?:用|使用))"
+)
+_PREF_ZH_VAGUE = re.compile(r"^我(?:\S{0,3})(?:喜欢|习惯|偏好)(?:这|那|你|它)")
+_STRONG = re.compile(
+    r"\b(?:always|never|from\s+now\s+on|going\s+forward|every\s+time|whenever|must)\b"
+    r"|(?:以后|今后|往后)[^，。,；;]{0,10}?都|一律|始终|永远|务必|一定|每次都|必须",
+    re.IGNORECASE,
+)
+
+_PROFILE = re.compile(
+    r"""^(?:i(?:'m|\s+am)\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,3}(?:developer|engineer|dev|lead|designer|
+          student|maintainer|manager|pm|architect|sre|admin|administrator|scientist|analyst|
+          intern|cto|founder|owner)\b
+      | i\s+work\s+(?:on|at|in|for)\b
+      | my\s+role\s+is\b
+      | i(?:'m|\s+am)\s+responsible\s+for\b
+      | 我是(?:一[名个位])?\S{0,12}(?:工程师|开发|程序员|学生|负责人|设计师|运维|架构师|经理|产品)
+      | 我负责)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+_URL = re.compile(r"https?://[^\s<>\"'`，。；！？、）)\]]+")
+_LOCAL_URL = re.compile(
+    r"//(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]|[\w.-]*example\.(?:com|org))(?:[:/]|$)", re.I
+)
+_EPHEMERAL_URL = re.compile(r"/(?:pull|pulls|commit|commits|compare|merge_requests)/", re.I)
+_DOC_URL = re.compile(
+    r"""//(?:docs?|wiki|developers?|learn|help|support|confluence|notion|apidocs?)[.-]
+      | /(?:docs?|wiki|runbooks?|handbook|guides?|reference|spec|specs|manual)(?:/|$|\#)
+      | readthedocs|notion\.so|confluence|grafana|dashboard|runbook""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_DOC_PATH = re.compile(
+    r"(?<![\w/.:-])(?:[\w.-]+/)*[\w.-]+\.(?:md|mdx|rst|adoc)\b|(?<![\w/.:-])docs?/[\w./-]+"
+)
+_README_SECTION = re.compile(
+    r"\breadme\b.*?\b(?:section|heading|part|chapter)\b"
+    r"|\b(?:section|heading|part|chapter)\b.*?\breadme\b"
+    r"|readme\S{0,3}(?:的|里的|中的)?\S{0,20}?(?:一节|章节|部分|小节)",
+    re.IGNORECASE,
+)
+_REF_MARKER = re.compile(
+    r"""\b(?:see|read|check|refer|follow|per|according|documented|documentation|docs?|spec|
+        specification|wiki|runbook|guide|guidelines|handbook|playbook|dashboard|described|
+        explained|adr|conventions|reference|manual)\b
+      | 参考|参见|详见|文档|规范|说明|手册|看板|地址|链接|写在|记录在
+      | (?:见|看)\s*(?=https?://|[\w./-]+\.(?:md|rst)|docs?/)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+_FACT_EN = re.compile(
+    r"""\b(?:
+        we(?:'re|\s+are)?\s+(?:use|using|run|running|deploy|deploying|host|hosting|store|storing|
+            keep|build|ship|target|targeting|support|rely\s+on|depend\s+on|standardi[sz]e\s+on)\s+
+            (?!it\b|this\b|that\b|them\b|these\b|those\b|out\b|into\b|a\s+lot\b|late\b|low\b)
+      | we(?:'ve|\s+have)?\s+
+            (?:decided|agreed|chosen|chose|switched|moved|migrated|standardi[sz]ed|settled)\b
+      | (?:the|this|our)\s+(?:project|repo|repository|codebase|service|app|application|backend|
+            frontend|api|stack|team)\s+(?:uses|is\s+using|runs|is\s+built|is\s+written|targets|
+            depends\s+on|relies\s+on|is\s+deployed|deploys|lives)\b
+      | our\s+(?:[\w.-]+\s+){1,3}?(?:is|are|runs|run|lives|live|uses|use|sits|is\s+deployed|
+            are\s+deployed|deploys|goes|go|gets\s+deployed)\b
+            (?!\s+(?:failing|broken|down|slow|red|flaky|stuck|crashing|blocked|timing|not\b|acting|
+               being|currently|still|getting|running\s+(?:out|late)))
+      | (?:the\s+)?convention\s+(?:here|in\s+this\s+(?:repo|project|codebase))\s+is\b
+    )""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_FACT_EN_BLOCKED_BEFORE = re.compile(
+    r"\b(?:if|whether|when|do|don'?t|should|could|would|can|might|maybe|once|unless|how|why|"
+    r"what|until)\s+(?:\w+\s+){0,2}$",
+    re.IGNORECASE,
+)
+_PATH = r"(?:\.{0,2}/)?(?:[\w.@-]+/)+[\w.@-]*"
+_LOCATION_EN = re.compile(
+    rf"""^(?!(?:the\s+)?(?:bug|error|issue|problem|typo|crash|failure|change|fix|diff|regression|
+            exception)s?\b)
+        (?:[\w`.-]+\s+){{1,5}}?(?:lives?|live|sits?|go|goes|are\s+(?:kept|stored|defined)|
+        is\s+(?:kept|stored|defined|configured))\s+(?:in|under)\s+`?{_PATH}""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_FACT_ZH = re.compile(
+    r"(?:我们|咱们|本项目|这个项目|该项目|项目|这个仓库|我们项目|我们团队|团队|公司)"
+    r"(?:里|中|这边|现在|目前|一直|都|统一|主要|的服务|的代码|线上)*"
+    r"(?:用的是|使用的是|用|使用|采用|基于|依赖|部署在|部署到|跑在|托管在|选择了|选了|决定|定了|改用|"
+    r"换成了?|迁移到了?)(?![一这那它])"
+    r"|我们的\S{1,12}?(?:是|都是|在|用|放在|跑在|部署在|都部署在|都跑在)"
+)
+_LOCATION_ZH = re.compile(
+    rf"^(?!.*(?:问题|错误|报错|异常|bug)\S{{0,3}}在)\S{{1,20}}?(?:在|放在|位于)\s*`?{_PATH}`?\s*(?:里|下|中|目录|文件)"
+)
+_REMEMBER = re.compile(
+    r"^(?:please\s+)?(?:remember|keep\s+in\s+mind|note|for\s+the\s+record|important)\s*(?:that\b|:|,|-|—|–)\s*"
+    r"|^(?:请)?(?:记住|记一下|注意)\s*[:：，,]?\s*",
+    re.IGNORECASE,
+)
+_TODO_EN = re.compile(
+    r"""^(?:todo|to-do|fixme|follow[- ]?up|future\s+work|next\s+step)\b\s*[:\-–—]\s*
+      | \blater\s*,?\s+(?:on\s+)?(?:we|i|you)
+            (?:'ll|\s+will|\s+need|\s+should|\s+have|\s+must|\s+want|\s+can)\b
+      | \b(?:we|i|you)(?:'ll|\s+will)?\s+(?:need|have|want)\s+to\b.{3,}?
+            \b(?:later|eventually|at\s+some\s+point|
+            someday|down\s+the\s+road|next\s+(?:sprint|release|quarter|iteration))\b
+      | \b(?:we|you)\s+(?:should|must|ought\s+to)\b.{3,}?
+            \b(?:later|eventually|at\s+some\s+point|someday|
+            down\s+the\s+road|in\s+a\s+follow[- ]?up|next\s+(?:sprint|release|quarter|iteration))\b
+      | ^(?:eventually|at\s+some\s+point|down\s+the\s+road|someday|in\s+a\s+follow[- ]?up)\b
+            \s*,?\s*(?:we|i|you)\b
+      | \bremind\s+me\s+to\b
+      | \b(?:add|put)\s+(?:it|this|that)\s+(?:to|on)\s+the\s+(?:todo|backlog)\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_TODO_ZH = re.compile(
+    r"待办|(?<![A-Za-z])TODO(?![A-Za-z])|之后(?:要|再|得|需要)|回头(?:再|要|得)|后面再|后续(?:要|再|需要)|稍后再|"
+    r"下次再|改天再|以后再|有空(?:的时候)?再|下个(?:版本|迭代|sprint|月|阶段)(?:要|再)"
+)
+_TODO_PREFIX = re.compile(r"^(?:todo|to-do|fixme)\b\s*[:\-–—]?\s*", re.IGNORECASE)
+
+_PROJECT_SCOPE = re.compile(
+    r"\bin\s+(?:this|the|our)\s+(?:repo|repository|project|codebase|code\s*base)\b|\bacross\s+the\s+"
+    r"(?:repo|codebase)\b|项目里|项目中|仓库里|代码里|代码库|这个项目|本项目|整个项目",
+    re.IGNORECASE,
+)
+_INTERACTION = re.compile(
+    r"""\b(?:ask(?:ing)?\s+me|asking|check\s+with\s+me|confirm\s+with\s+me|tell\s+me|me\b|my\s+approval|
+        apologi[sz]\w*|explain\w*|summari[sz]\w*|repl(?:y|ies)|respond\w*|answers?|emoji\w*|verbose|
+        chatty|lecture|guess\w*|assum\w*)\b
+      | 问我|跟我确认|和我确认|我同意|我确认|道歉|解释|总结|回复|回答|啰嗦|表情
+      | 擅自|自作主张|未经|废话""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_CODE_WORDS = re.compile(
+    r"""\b(?:import\w*|dependenc(?:y|ies)|librar(?:y|ies)|packages?|modules?|functions?|class(?:es)?|
+        methods?|apis?|endpoints?|tables?|migrations?|schemas?|databases?|db|columns?|models?|orm|
+        quer(?:y|ies)|sql|code|codebase|repo|repository|files?|director(?:y|ies)|folders?|config\w*|
+        settings|variables?|type\s+hints?|types?|mocks?|fixtures?|tests?|logs?|logging|logger|print|
+        exceptions?|globals?|singletons?|decorators?|frameworks?|css|html|components?|hooks?|
+        styles?|branch(?:es)?|main|master|typescript|javascript|python|go|rust|java|yaml|json|
+        secrets?|money|float|floats|int|string|enum|regex|threads?|async|sync|callbacks?|server|
+        prod|production|staging|infra|cluster|laptop|cli|dockerfile|container)\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_CODE_WORDS_ZH = re.compile(
+    r"代码|依赖|库|包|函数|类|方法|接口|表|迁移|数据库|字段|模块|文件|目录|配置|测试|变量|类型|注释|日志|"
+    r"组件|样式|分支|主干|框架|脚本|线上|生产|服务器|集群|镜像"
+)
+_IDENTIFIER = re.compile(r"`[^`]+`|\b\w+_\w+\b|\b\w+\.\w+\b|(?:\w+/)+\w*|\b[a-z]+[A-Z]\w*\b")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+_YOU = re.compile(r"\byou\b|你", re.IGNORECASE)
+
+_DECISION_WORDS = re.compile(
+    r"\b(?:decid\w*|agree\w*|chose|chosen|switch\w*|moved|migrat\w*|standardi[sz]\w*|settled|"
+    r"convention)\b|决定|定了|改用|换成|迁移|统一|约定|选择|选了",
+    re.IGNORECASE,
+)
+_OPS_WORDS = re.compile(
+    r"""\b(?:deploy\w*|ci|cd|pipelines?|github\s+actions|gitlab|jenkins|circleci|servers?|host\w*|
+        prod|production|staging|cloud|clusters?|kubernetes|k8s|docker|compose|fly\.io|heroku|
+        vercel|aws|gcp|azure|airflow|composer|cron|timezone|ports?|infra|terraform|runbook|
+        on-call|monitoring|release\w*|runs\s+on|run\s+on|replicas?|load\s+balancer)\b
+      | 部署|上线|发布|服务器|线上|生产|环境|集群|运维|CI|流水线|监控|镜像|容器|副本|ACK|k8s""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_CORRECTION_EN = re.compile(
+    r"""^(?:
+        (?:no+|nope|nah)\b[\s,.!:;\-–—]*
+      | (?:that'?s|that\s+is|this\s+is|it'?s|you'?re|you\s+are)\s+(?:not\s+(?:right|correct|true|
+            what\s+i\s+(?:meant|asked|said|wanted))|wrong|incorrect|mistaken)\b[\s,.!:;\-–—]*
+      | wrong\b[\s,.!:;\-–—]*
+      | (?:actually|correction)\b[\s,.!:;\-–—]*
+      | not\s+quite\b[\s,.!:;\-–—]*
+      | (?:i\s+(?:said|told\s+you|meant)|as\s+i\s+said)\b[\s,.!:;\-–—]*
+    )""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_CORRECTION_ZH = re.compile(
+    r"^(?:不对|错了|不是的|你搞错了|搞错了|你弄错了|弄错了|不是这样的?|你理解错了|理解错了|我说的是|其实|纠正一下|更正一下)"
+    r"[，,。.！!：:\s]*"
+)
+_CORRECTION_KEEP_ZH = re.compile(r"^应该是")
+_BARE_NO = re.compile(r"^(?:no+|nope|nah|不是的?)\b", re.IGNORECASE)
+_WRONG_WORD = re.compile(r"wrong|incorrect|mistaken|错|不对", re.IGNORECASE)
+_CONTRAST = re.compile(
+    r"\b(?:not|instead|rather\s+than|isn'?t|aren'?t|never)\b|而不是|而非|不是|不用|并非", re.I
+)
+_ASSERTION = re.compile(
+    r"\b(?:is|are|was|were|should\s+be|must\s+be|lives?|uses?|using|means?|has|have|runs?|"
+    r"store|stores|goes|belongs)\b|应该|是|用|在|叫|放",
+    re.IGNORECASE,
+)
+_TRANSIENT_REPLY = re.compile(
+    r"^(?:just|only|let'?s|let\s+us|first|wait|hold\s+on|later|can\s+you|could\s+you|please\s+(?:just|only|also))\b"
+    r"|^(?:先|这次|只|就|等等|等一下|帮我|麻烦)",
+    re.IGNORECASE,
+)
+_EMPHATIC = re.compile(
+    r"\b(?:again|already|told\s+you|i\s+said|every\s+time|keep\s+(?:doing|making))\b|又|再次|说过|多少次|每次都",
+    re.IGNORECASE,
+)
+_ASKED = re.compile(
+    r"\?\s*$|？\s*$|\b(?:should\s+i|do\s+you\s+want|would\s+you\s+like|shall\s+i)\b|要不要|是否需要|吗[？?]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _finish(sentence: str) -> str:
+    text = re.sub(r"\s+", " ", sentence).strip().strip(",，;；:：-–— ")
+    if not text:
+        return ""
+    if not (len(text) > 1 and text[1].isupper()):  # leave "iOS", "eBPF" alone
+        text = text[0].upper() + text[1:]
+    if (text[-1].isascii() and text[-1].isalnum() or text[-1] in ")`'\"") and not CJK.search(text):
+        text += "."
+    return text
+
+
+def _substance(text: str, drop: str = "") -> bool:
+    """Does `text` (minus the trigger `drop`) say something: two content words or three
+    non-function CJK characters?"""
+    rest = text.replace(drop, " ") if drop else text
+    latin = [
+        t
+        for t in re.findall(r"[A-Za-z][A-Za-z0-9_.+-]*|\d+[A-Za-z]\w*", rest)
+        if t.lower() not in STOPWORDS and t.lower() not in TRIGGER_WORDS and len(t) > 1
+    ]
+    han = [c for c in rest if CJK.match(c) and c not in CJK_FUNCTION]
+    if len(latin) >= 2 or len(han) >= 3 or (len(latin) >= 1 and len(han) >= 2):
+        return True
+    # One named entity or identifier ("We use Postgres.") is enough; the first word of the
+    # sentence does not count as a name just because it is capitalised.
+    first_word = re.match(r"\W*(\w+)", rest)
+    return any(
+        re.search(r"[\d_.+-]", t)
+        or (t[0].isupper() and not (first_word and t == first_word.group(1)))
+        for t in latin
+    )
+
+
+def _is_vague(sentence: str, trigger: str) -> bool:
+    """Does the sentence point back at context ("like this", "这样") and say nothing else?"""
+    if not _VAGUE.search(sentence):
+        return False
+    return not _substance(_VAGUE.sub(" ", sentence), trigger)
+
+
+def _fact_subcategory(text: str) -> str:
+    if _DECISION_WORDS.search(text):
+        return Subcategory.DECISIONS.value
+    if _OPS_WORDS.search(text):
+        return Subcategory.OPS.value
+    return Subcategory.STRUCTURE.value
+
+
+def _prohibition_kind(text: str) -> str:
+    if _INTERACTION.search(text):
+        return Kind.FEEDBACK.value
+    has_cjk = bool(CJK.search(text))
+    if (
+        _CODE_WORDS.search(text)
+        or _IDENTIFIER.search(text)
+        or (has_cjk and (_CODE_WORDS_ZH.search(text) or _LATIN_WORD.search(text)))
+    ):
+        return Kind.RULE.value
+    return Kind.FEEDBACK.value if _YOU.search(text) else Kind.RULE.value
+
+
+def _preference_kind(text: str) -> str:
+    if _INTERACTION.search(text) and not _PROJECT_SCOPE.search(text):
+        return Kind.FEEDBACK.value
+    if _PROJECT_SCOPE.search(text):
+        return Kind.RULE.value
+    return Kind.USER.value
+
+
+def _is_transient_prohibition(sentence: str) -> bool:
+    text = re.sub(r"from\s+now\s+on", " ", sentence, flags=re.IGNORECASE)
+    if _TRANSIENT_EN.search(text) or _TRANSIENT_ZH.search(text):
+        return True
+    return bool(_PRONOUN_OBJECT.match(sentence.rstrip("。.!！")))
+
+
+def _reference_target(sentence: str) -> str | None:
+    """The URL or doc path that makes `sentence` a reference, or None."""
+    for match in _URL.finditer(sentence):
+        url = match.group().rstrip(".,:;!?")
+        if _LOCAL_URL.search(url) or _EPHEMERAL_URL.search(url):
+            continue
+        if _REF_MARKER.search(sentence) or _DOC_URL.search(url):
+            return url
+    without_urls = _URL.sub(" ", sentence)
+    path = _DOC_PATH.search(without_urls)
+    if path and _REF_MARKER.search(without_urls):
+        return path.group()
+    if _README_SECTION.search(without_urls):
+        return "README"
+    return None
+
+
+def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | None:
+    """The memory one user sentence holds, or None. Rules in priority order."""
+    s = _strip_fillers(sentence)
+    if not s or _is_question(s) or _HEDGE.search(s) or _CONDITIONAL_START.match(s):
+        return None
+    if len(s) > MAX_CONTENT_CHARS * 2:  # a pasted log or document, not a statement
+        return None
+
+    def draft(kind: str, rule: str, importance: int, sub: str = "", content: str = "") -> Draft:
+        return Draft(
+            kind=kind,
+            content=_finish(content or s),
+            importance=importance,
+            record_start=record_index,
+            record_end=record_index,
+            rule=rule,
+            subcategory=sub,
+        )
+
+    # remember / keep in mind: strip, re-classify, else a project or user memory.
+    remember = _REMEMBER.match(s)
+    if remember and depth == 0 and remember.end() < len(s):
+        rest = s[remember.end() :]
+        inner = _classify(rest, record_index, depth=1)
+        if inner is not None:
+            return replace(inner, importance=max(inner.importance, 3))
+        if not _substance(rest):
+            return None
+        projectish = (
+            _CODE_WORDS.search(rest)
+            or _CODE_WORDS_ZH.search(rest)
+            or _OPS_WORDS.search(rest)
+            or re.search(r"\b(?:we|our|us)\b|我们|项目", rest, re.I)
+            or (CJK.search(rest) and _LATIN_WORD.search(rest))
+        )
+        if projectish:
+            return draft(Kind.PROJECT.value, "remember", 3, _fact_subcategory(rest), rest)
+        return draft(Kind.USER.value, "remember", 3, content=rest)
+
+    # to-do
+    todo = _TODO_EN.search(s) or _TODO_ZH.search(s)
+    if todo and _substance(s, todo.group()):
+        body = _TODO_PREFIX.sub("", s)
+        return draft(Kind.PROJECT.value, "todo", 2, Subcategory.TODO.value, "TODO: " + body)
+
+    # prohibition
+    prohibition = _PROHIBIT_EN.match(s) or _PROHIBIT_EN_ANYWHERE.search(s) or _PROHIBIT_ZH.search(s)
+    if prohibition and not _is_vague(s, prohibition.group()) and not _is_transient_prohibition(s):
+        if _substance(s) and not re.match(
+            r"^(?:不要|别)(?:急|紧|担心|客气|管|理)", s[prohibition.start() :]
+        ):
+            return draft(_prohibition_kind(s), "prohibition", 3)
+        return None
+
+    # preference
+    preference = _PREF_EN.match(s) or _PREF_ZH.match(s)
+    if preference and not _is_vague(s, preference.group()):
+        if _PREF_VAGUE_OBJECT.match(s) or _PREF_ZH_VAGUE.match(s) or not _substance(s):
+            return None
+        if _TRANSIENT_EN.search(re.sub(r"from\s+now\s+on", " ", s, flags=re.I)):
+            return None
+        importance = 3 if _STRONG.search(s) else 2
+        return draft(_preference_kind(s), "preference", importance)
+
+    # profile
+    if _PROFILE.match(s) and _substance(s):
+        return draft(Kind.USER.value, "profile", 2)
+
+    # reference
+    target = _reference_target(s)
+    if target is not None:
+        result = draft(Kind.REFERENCE.value, "reference", 2)
+        result.title = f"Reference: {target}"
+        return result
+
+    # fact
+    fact = _FACT_EN.search(s)
+    if fact and _FACT_EN_BLOCKED_BEFORE.search(s[: fact.start()]):
+        fact = None
+    if fact is None:
+        fact = _LOCATION_EN.match(s)
+    zh_fact = None if fact else (_FACT_ZH.search(s) or _LOCATION_ZH.match(s))
+    if (fact or zh_fact) and _substance(s) and not _TRANSIENT_ZH.search(s):
+        match = fact or zh_fact
+        assert match is not None
+        clause_start = max(s.rfind(sep, 0, match.start()) for sep in "，,;；") + 1
+        body = s[clause_start:].strip() if clause_start > 0 else s
+        return draft(Kind.PROJECT.value, "fact", 2, _fact_subcategory(body), body)
+    return None
+
+
+def _last_assistant_text(expanded: Sequence[SourceRecord], position: int) -> tuple[int, str]:
+    """(record index, text) of the assistant turn right before `position`, or (-1, "")."""
+    for record in reversed(expanded[:position]):
+        if record.type == USER:
+            return -1, ""
+        if record.type == ASSISTANT:
+            text = text_of(record.content).strip()
+            if text or isinstance(record.content, list):
+                return record.index, text
+    return -1, ""
+
+
+def _correction(
+    text: str, expanded: Sequence[SourceRecord], position: int, record_index: int
+) -> tuple[Draft | None, str]:
+    """(a feedback memory or None, the text left for the sentence rules)."""
+    stripped = _strip_fillers(text.strip())
+    head = _CORRECTION_EN.match(stripped) or _CORRECTION_ZH.match(stripped)
+    keep_head = _CORRECTION_KEEP_ZH.match(stripped)
+    if head is None and keep_head is None:
+        return None, text
+    assistant_index, assistant_text = _last_assistant_text(expanded, position)
+    if assistant_index < 0:
+        return None, text
+    trigger_end = head.end() if head else 0
+    # Strip a chain of triggers: "No, that's wrong — …".
+    while trigger_end < len(stripped):
+        tail = stripped[trigger_end:]
+        again = _CORRECTION_EN.match(tail) or _CORRECTION_ZH.match(tail)
+        if again is None or again.end() == 0:
+            break
+        trigger_end += again.end()
+    rest = stripped[trigger_end:]
+    parts = [p for p in re.split(r"(?<=[.!?])\s+|(?<=[。！？])|\n+", rest) if p.strip()]
+    if not parts:
+        return None, text
+    body = parts[0].strip()
+    remaining = " ".join(parts[1:])
+    if (
+        _is_question(body)
+        or _HEDGE.search(body)
+        or _TRANSIENT_REPLY.match(body)
+        or not _substance(body)
+        or not (_ASSERTION.search(body) or _CONTRAST.search(body))
+    ):
+        return None, remaining if head else text
+    answered_question = bool(_ASKED.search(assistant_text))
+    if (
+        answered_question
+        and _BARE_NO.match(stripped)
+        and not _WRONG_WORD.search(stripped[:trigger_end])
+        and not _CONTRAST.search(body)
+    ):
+        return None, remaining
+    importance = 3 if _EMPHATIC.search(stripped) else 2
+    memory = Draft(
+        kind=Kind.FEEDBACK.value,
+        content=_finish(body),
+        importance=importance,
+        record_start=assistant_index,
+        record_end=record_index,
+        rule="correction",
+    )
+    return memory, remaining
+
+
+def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
+    drafts: list[Draft] = []
+    for position, record in enumerate(expanded):
+        if record.type != USER:
+            continue
+        raw = readable_text(record)
+        if raw is None:
+            continue
+        text = clean_user_text(raw)
+        if not text.strip():
+            continue
+        correction, text = _correction(text, expanded, position, record.index)
+        if correction is not None:
+            drafts.append(correction)
+        for sentence in split_sentences(text):
+            memory = _classify(sentence, record.index)
+            if memory is not None:
+                drafts.append(memory)
+    return drafts
