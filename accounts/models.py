@@ -34,6 +34,10 @@ class ApiToken(models.Model):
         help_text="When set, the token can only see this project.",
     )
     read_only = models.BooleanField(default=False)
+    # The token that minted this one, if any: revoking it revokes this one too.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)

@@ -53,18 +53,19 @@ def token_create(
 ) -> tuple[ApiToken, str]:
     """Create a token for `user` and return it with the plain value, which is never stored.
 
-    A token-authenticated actor can only mint tokens no broader than its own.
+    A token minted with a token never outlives it nor gains rights it lacks: its expiry is the
+    parent's at the latest (the parent's when none is asked for), it is read-only when the
+    parent is, restricted to the parent's project when the parent is, and revoked with it.
     """
-    restricted_to = actor.restricted_project_id
-    if restricted_to is not None and (project is None or project.pk != restricted_to):
-        raise ApplicationError(
-            "A project-restricted token can only create tokens for its own project.",
-            details={"project": ["required to match the current token's project"]},
-        )
+    parent = actor.token
     if expires_at is not None and expires_at <= timezone.now():
         raise ApplicationError(
             "expires_at must be in the future.", details={"expires_at": ["must be in the future"]}
         )
+    if parent is not None:
+        _check_within_parent(parent, project=project, expires_at=expires_at)
+        expires_at = expires_at or parent.expires_at
+        read_only = read_only or parent.read_only
     raw = tokens.generate(read_only=read_only)
     token = ApiToken(
         user=user,
@@ -74,6 +75,7 @@ def token_create(
         project=project,
         read_only=read_only,
         expires_at=expires_at,
+        parent=parent,
     )
     token.full_clean()
     token.save()
@@ -88,14 +90,34 @@ def token_create(
             "prefix": token.prefix,
             "read_only": read_only,
             "project": project.slug if project else None,
+            "expires_at": expires_at.isoformat() if expires_at else None,
+            "parent": parent.prefix if parent else None,
         },
     )
     return token, raw
 
 
+def _check_within_parent(
+    parent: ApiToken, *, project: Project | None, expires_at: datetime | None
+) -> None:
+    if parent.project_id is not None and (project is None or project.pk != parent.project_id):
+        raise ApplicationError(
+            "A project-restricted token can only create tokens for its own project.",
+            details={"project": ["required to match the current token's project"]},
+        )
+    if parent.expires_at is not None and expires_at is not None and expires_at > parent.expires_at:
+        raise ApplicationError(
+            "A token cannot outlive the token that creates it.",
+            details={"expires_at": [f"must be at or before {parent.expires_at.isoformat()}"]},
+        )
+
+
 @transaction.atomic
 def token_revoke(*, token: ApiToken, actor: Actor) -> ApiToken:
-    """Idempotent: revoking a revoked token keeps the first revocation time."""
+    """Revoke `token` and every token minted with it, at any depth.
+
+    Idempotent: revoking a revoked token keeps the first revocation time.
+    """
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
@@ -107,6 +129,8 @@ def token_revoke(*, token: ApiToken, actor: Actor) -> ApiToken:
             project=token.project,
             after={"prefix": token.prefix},
         )
+    for child in token.children.filter(revoked_at__isnull=True):
+        token_revoke(token=child, actor=actor)
     return token
 
 

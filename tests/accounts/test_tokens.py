@@ -103,3 +103,55 @@ def test_session_auth_requires_csrf(alice: User, project: Project) -> None:
     )
     assert accepted.status_code == 201
     assert accepted.json()["provenance"]["via"] == "user"
+
+
+def test_a_token_minted_with_a_token_never_outlives_it(alice_client: APIClient) -> None:
+    soon = (timezone.now() + timedelta(seconds=5)).isoformat()
+    parent = alice_client.post(
+        "/api/v1/tokens/", {"name": "short", "expires_at": soon}, format="json"
+    ).json()
+    parent_client = bearer_client(parent["token"])
+    child = parent_client.post("/api/v1/tokens/", {"name": "child"}, format="json")
+    assert child.status_code == 201, child.content
+    assert child.json()["expires_at"] == parent["expires_at"]  # not "never"
+    later = (timezone.now() + timedelta(days=1)).isoformat()
+    longer = parent_client.post(
+        "/api/v1/tokens/", {"name": "longer", "expires_at": later}, format="json"
+    )
+    assert longer.status_code == 400 and "expires_at" in longer.json()["error"]["details"]
+    # When the parent's time is up (its row moved into the past), so is the child's.
+    ApiToken.objects.filter(public_id__in=[parent["id"], child.json()["id"]]).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert bearer_client(child.json()["token"]).get("/api/v1/me/").status_code == 401
+
+
+def test_revoking_a_token_revokes_what_it_minted(alice_client: APIClient) -> None:
+    parent = alice_client.post("/api/v1/tokens/", {"name": "p"}, format="json").json()
+    child = bearer_client(parent["token"]).post("/api/v1/tokens/", {"name": "c"}, format="json")
+    grandchild = bearer_client(child.json()["token"]).post(
+        "/api/v1/tokens/", {"name": "g"}, format="json"
+    )
+    assert bearer_client(grandchild.json()["token"]).get("/api/v1/me/").status_code == 200
+    alice_client.post(f"/api/v1/tokens/{parent['id']}/revoke/")
+    for minted in (child, grandchild):
+        assert bearer_client(minted.json()["token"]).get("/api/v1/me/").status_code == 401
+    assert AuditEvent.objects.filter(verb="token.revoked").count() == 3
+
+
+def test_a_read_only_or_restricted_parent_passes_its_limits_on(
+    alice: User, project: Project
+) -> None:
+    from accounts.actors import Actor
+    from accounts.services import token_create
+
+    system = Actor.for_system("test")
+    read_only, _ = token_create(user=alice, name="ro", read_only=True, actor=system)
+    child, raw = token_create(user=alice, name="c", actor=Actor(user=alice, token=read_only))
+    assert child.read_only and raw.startswith("mh_ro_")
+
+    restricted, _ = token_create(user=alice, name="r", project=project, actor=system)
+    narrow, _ = token_create(
+        user=alice, name="n", project=project, actor=Actor(user=alice, token=restricted)
+    )
+    assert narrow.project == project
