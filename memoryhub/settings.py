@@ -52,6 +52,8 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# A CSRF failure under /api/ answers in the JSON error envelope, elsewhere Django's page.
+CSRF_FAILURE_VIEW = "memoryhub.core.api_views.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -244,7 +246,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["accounts.authentication.IsAuthenticatedWithinTokenLimits"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memoryhub.core.parsers.JsonParser"],
+    # `format` is each endpoint's own parameter (import/?format=mewcode, injection/?format=text),
+    # never DRF's renderer override: every API answer is JSON.
+    "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "memoryhub.core.api_errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [

@@ -68,12 +68,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             error_body("validation_error", "Invalid input.", _django_validation_details(exc)),
             status=status.HTTP_400_BAD_REQUEST,
         )
-    # PostgreSQL refuses NUL in text ("NUL") and in JSON ("\u0000 cannot be converted").
-    if isinstance(exc, DataError) and ("NUL" in str(exc) or "\\u0000" in str(exc)):
-        return Response(
-            error_body("validation_error", "Text must not contain NUL (\\u0000) characters."),
-            status=status.HTTP_400_BAD_REQUEST,
+    if isinstance(exc, DataError):
+        # The database refused a value the validation let through (NUL in text, an integer
+        # out of range): bad input, and the transaction rolled back, so nothing was written.
+        message = (
+            "Text must not contain NUL (\\u0000) characters."
+            if "NUL" in str(exc) or "\\u0000" in str(exc)  # in text, in JSON
+            else "A value is out of range or malformed."
         )
+        return Response(error_body("validation_error", message), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, DjangoPermissionDenied):

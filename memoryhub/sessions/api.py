@@ -9,7 +9,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,9 +17,10 @@ from rest_framework.views import APIView
 from accounts.actors import actor_of
 from memoryhub.core.api import Pagination, paginated_response
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.core.parsers import NdjsonParser
+from memoryhub.core.parsers import JsonParser, NdjsonParser
 from memoryhub.sessions import selectors, services
 from memoryhub.sessions.conversation import estimate_tokens, messages_to_records
+from memoryhub.sessions.importers import FORMATS
 from memoryhub.sessions.models import AgentSession
 from memoryhub.sessions.records import RECORD_TYPES, RecordInput, record_from_dict
 from projects.models import Role
@@ -166,7 +167,7 @@ def _records_from_payload(data: Any) -> list[RecordInput]:
 
 class RecordCollectionApi(APIView):
     pagination_class = Pagination  # documents the {count, next, previous, results} page
-    parser_classes = [JSONParser, NdjsonParser]
+    parser_classes = [JsonParser, NdjsonParser]
 
     class RecordFilterInput(serializers.Serializer):
         after = serializers.IntegerField(
@@ -393,10 +394,21 @@ class SessionImportApi(APIView):
     parser_classes = [MultiPartParser]
     max_body_bytes = settings.SESSION_IMPORT_MAX_BYTES
 
+    class ImportParams(serializers.Serializer):
+        # `format` is this endpoint's own parameter (DRF's ?format= override is off).
+        format = serializers.ChoiceField(choices=list(FORMATS), required=False)
+        external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
     @extend_schema(
         operation_id="sessions_import",
         parameters=[
-            OpenApiParameter("format", str, enum=["mewcode", "claude_code"], required=False),
+            OpenApiParameter(
+                "format",
+                str,
+                enum=list(FORMATS),
+                required=False,
+                description="Force the transcript format instead of detecting it.",
+            ),
             OpenApiParameter("external_id", str, required=False),
         ],
         request={
@@ -417,6 +429,8 @@ class SessionImportApi(APIView):
         from memoryhub.sessions.importers import TranscriptFormatError
 
         access = _access(request, slug, Role.MEMBER)
+        params = self.ImportParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
         meta = None
         if request.content_type.startswith("multipart/form-data"):
             upload = request.FILES.get("transcript")
@@ -437,8 +451,8 @@ class SessionImportApi(APIView):
                 actor=access.actor,
                 lines=lines,
                 meta=meta,
-                transcript_format=request.query_params.get("format") or None,
-                external_id=request.query_params.get("external_id", ""),
+                transcript_format=params.validated_data.get("format"),
+                external_id=params.validated_data.get("external_id", ""),
             )
         except TranscriptFormatError as exc:
             raise InvalidTranscript(

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memoryhub.core import parsers
 from memoryhub.sessions.records import (
     ASSISTANT,
     COMPACT_BOUNDARY,
@@ -199,8 +200,8 @@ def parse_mewcode_meta(raw: bytes) -> MewcodeMeta:
     except UnicodeDecodeError as exc:
         raise TranscriptFormatError(0, f"meta: not valid UTF-8 (at byte {exc.start})") from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, _Invalid) as exc:
+        data = parsers.loads(text, parse_constant=_reject_constant)
+    except (ValueError, _Invalid) as exc:
         raise TranscriptFormatError(0, f"meta: not valid JSON ({_json_reason(exc)})") from None
     if not isinstance(data, dict):
         raise TranscriptFormatError(0, f"meta: expected a JSON object, got {_kind(data)}")
@@ -240,8 +241,8 @@ def _decode_line(lineno: int, raw: bytes) -> dict[str, Any] | None:
     if not text.strip():
         return None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, _Invalid) as exc:
+        obj = parsers.loads(text, parse_constant=_reject_constant)
+    except (ValueError, _Invalid) as exc:
         raise TranscriptFormatError(lineno, f"not valid JSON ({_json_reason(exc)})") from None
     if not isinstance(obj, dict):
         raise TranscriptFormatError(lineno, f"expected a JSON object, got {_kind(obj)}")

@@ -19,6 +19,7 @@ TOOL_RESULT = "tool_result"
 COMPRESSION = "compression"
 COMPACT_BOUNDARY = "compact_boundary"
 RECORD_TYPES = (SYSTEM_PROMPT, USER, ASSISTANT, TOOL_RESULT, COMPRESSION, COMPACT_BOUNDARY)
+MAX_SEQ = 2**63 - 1  # the column is a signed 64-bit integer
 
 
 @dataclass
@@ -77,6 +78,8 @@ def check_shape(record_type: str, content: Any, tool_use_id: str) -> str | None:
         return None
     if not isinstance(content, str | list):
         return f"{record_type} content must be a string or a list of blocks"
+    if isinstance(content, list) and not all(isinstance(block, dict) for block in content):
+        return f"{record_type} content blocks must be objects"
     return None
 
 
@@ -95,8 +98,13 @@ def record_from_dict(data: dict[str, Any]) -> RecordInput:
     if problem:
         raise ValueError(problem)
     seq = data.get("seq")
-    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool) or seq < 0):
-        raise ValueError("seq must be a non-negative integer")
+    if seq is not None and (
+        not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ
+    ):
+        raise ValueError(f"seq must be an integer from 0 to {MAX_SEQ}")
+    is_error = data.get("is_error", False)
+    if not isinstance(is_error, bool | None):  # "false" would otherwise be stored as true
+        raise ValueError("is_error must be true or false")
     metadata = data.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise ValueError("metadata must be an object")
@@ -105,7 +113,7 @@ def record_from_dict(data: dict[str, Any]) -> RecordInput:
         content=content,
         timestamp=parse_timestamp(data.get("timestamp")),
         tool_use_id=tool_use_id,
-        is_error=bool(data.get("is_error", False)),
+        is_error=bool(is_error),
         seq=seq,
         metadata=metadata,
     )

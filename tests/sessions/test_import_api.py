@@ -67,3 +67,24 @@ def test_import_needs_a_transcript(alice_client: APIClient) -> None:
     assert "transcript" in response.json()["error"]["details"]
     garbage = alice_client.post(S + "import/", b"hello\n", content_type="application/x-ndjson")
     assert garbage.status_code == 400
+
+
+def test_the_format_parameter_is_the_imports_own(alice_client: APIClient) -> None:
+    # DRF's ?format= renderer override used to answer 404 for any value but "json".
+    lines = b'{"type": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00Z"}\n'
+    upload = SimpleUploadedFile("s.jsonl", lines)
+    forced = alice_client.post(
+        "/api/v1/projects/alpha/sessions/import/?format=mewcode",
+        {"transcript": upload},
+        format="multipart",
+    )
+    assert forced.status_code == 201, forced.content
+    assert forced.json()["source"] == "mewcode"
+    unknown = alice_client.post(
+        "/api/v1/projects/alpha/sessions/import/?format=zip",
+        {"transcript": SimpleUploadedFile("s.jsonl", lines)},
+        format="multipart",
+    )
+    assert unknown.status_code == 400, unknown.content
+    assert unknown.json()["error"]["code"] == "validation_error"
+    assert "format" in unknown.json()["error"]["details"]
