@@ -578,3 +578,18 @@ def test_the_pipeline_has_no_redaction_rule_of_its_own() -> None:
 
     assert not hasattr(extractor, "redact_prose_secrets")
     assert not hasattr(extractor, "redact_all")
+
+
+def test_only_core_redaction_writes_the_marker() -> None:
+    """A second redaction policy would have to write the marker itself: none may."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    own = root / "memoryhub" / "core" / "redaction.py"
+    offenders = [
+        str(path.relative_to(root))
+        for folder in ("memoryhub", "accounts", "projects")
+        for path in (root / folder).rglob("*.py")
+        if path != own and re.search(r"""["']\[REDACTED\]["']""", path.read_text())
+    ]
+    assert offenders == []
