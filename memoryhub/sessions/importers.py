@@ -35,6 +35,9 @@ from memoryhub.sessions.records import (
     check_shape,
     parse_timestamp,
 )
+from memoryhub.sessions.records import (
+    json_kind as _kind,
+)
 
 MEWCODE = "mewcode"
 CLAUDE_CODE = "claude_code"
@@ -289,20 +292,6 @@ def _classify(obj: dict[str, Any]) -> str | None:
 
 
 # --- field helpers -----------------------------------------------------------------------
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def _str_field(obj: dict[str, Any], key: str, *, where: str = "", required: bool = False) -> str:

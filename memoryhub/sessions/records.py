@@ -78,9 +78,25 @@ def check_shape(record_type: str, content: Any, tool_use_id: str) -> str | None:
         return None
     if not isinstance(content, str | list):
         return f"{record_type} content must be a string or a list of blocks"
-    if isinstance(content, list) and not all(isinstance(block, dict) for block in content):
-        return f"{record_type} content blocks must be objects"
+    for i, block in enumerate(content if isinstance(content, list) else []):
+        if not isinstance(block, dict):
+            return f"content[{i}] must be an object, got {json_kind(block)}"
     return None
+
+
+def json_kind(value: Any) -> str:
+    """How a decoded JSON value is named in error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
 
 
 def record_from_dict(data: dict[str, Any]) -> RecordInput:

@@ -99,7 +99,7 @@ def test_record_content_of_nested_lists(
         body = [{"type": record_type, "content": content, "tool_use_id": "t1"}]
         response = alice_client.post(S + "s1/records/", body, format="json")
         error = assert_envelope(response, 400, "validation_error")
-        assert "blocks must be objects" in json.dumps(error["details"])
+        assert "must be an object, got" in json.dumps(error["details"])
     nothing_written()
 
 
