@@ -3,7 +3,9 @@ from django.apps import AppConfig
 
 class SessionsConfig(AppConfig):
     name = "memoryhub.sessions"
-    # "sessions" is django.contrib.sessions' label.
+    # The one place where the package (memoryhub.sessions) and its app label differ: the label
+    # "sessions" belongs to django.contrib.sessions (browser logins), so this app's models,
+    # tables and migrations are "agent_sessions" (AgentSession, agent_sessions_sessionrecord).
     label = "agent_sessions"
     verbose_name = "Agent sessions (transcripts)"
 
