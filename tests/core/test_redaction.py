@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memoryhub.core.redaction import REDACTED, RULES, Rule, redact, redact_json
@@ -29,8 +28,6 @@ from tests.secrets_corpus import (
 )
 
 RULE = {rule.name: rule for rule in RULES}
-# No wall-clock checks in tests: a loaded CI machine must not fail a correct property.
-NO_CLOCK: dict[str, Any] = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 
 
 def rule(name: str) -> Rule:
@@ -232,7 +229,6 @@ _jwt_like_text = st.lists(
 ).map(lambda parts: "".join(run + sep for run, sep in parts))
 
 
-@settings(**NO_CLOCK)
 @given(_jwt_like_text)
 def test_the_jwt_boundary_changes_no_match(text: str) -> None:
     ours = [match.span() for match in rule("ohmypi_jwt").pattern.finditer(text)]
@@ -254,7 +250,7 @@ _RULE_TEXT = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=500, **NO_CLOCK)
+@settings(max_examples=500)
 @given(st.one_of(_RULE_TEXT, _jwt_like_text))
 @example("ab." + "a" * 16 + "." + "b" * 16 + "." + "c" * 16)  # a JWT after a short dotted part
 @example("SECRET=x İ token=abcd Bearer " + "x" * 20)  # İ lowercases to two characters
@@ -413,7 +409,7 @@ _FILLER = st.sampled_from(
 _SEPARATOR = st.sampled_from([" ", "\n", "\t", ", ", ". ", " (", ") "])
 
 
-@settings(max_examples=300, **NO_CLOCK)
+@settings(max_examples=300)
 @given(
     st.lists(st.tuples(st.lists(_FILLER, max_size=4), _EMBEDDED_SECRETS, _SEPARATOR), max_size=8),
     st.lists(_FILLER, max_size=4),
@@ -434,7 +430,6 @@ def test_every_embedded_secret_is_removed_and_counted(
     assert redact(redacted) == (redacted, 0)
 
 
-@settings(**NO_CLOCK)
 @given(st.text())
 def test_redaction_is_idempotent_on_any_text(text: str) -> None:
     redacted, _count = redact(text)
@@ -466,7 +461,7 @@ _TRICKY_PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=300, **NO_CLOCK)
+@settings(max_examples=300)
 @given(
     st.lists(
         st.one_of(
@@ -482,7 +477,7 @@ def test_redaction_is_idempotent_when_pieces_touch(pieces: list[str]) -> None:
     assert redact(redacted) == (redacted, 0)
 
 
-@settings(max_examples=50, **NO_CLOCK)
+@settings(max_examples=50)
 @given(st.lists(st.sampled_from(SAMPLES), min_size=1, max_size=6, unique_by=lambda s: s.kind))
 def test_corpus_samples_redact_the_same_together_as_alone(samples: list[SecretSample]) -> None:
     redacted, count = redact("\n\n".join(sample.context_text for sample in samples))
