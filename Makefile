@@ -40,8 +40,8 @@ run: install
 	SITE_URL=$(SITE_URL) $(PY) manage.py demo_setup
 	@echo "MemoryHub is starting at http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/, MCP: http://$(HOST):$(PORT)/mcp)"
 	@export SITE_URL=$(SITE_URL); trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
-	  $(VENV)/bin/celery -A memoryhub worker --beat --loglevel=INFO --concurrency=2 \
-	    --schedule=var/celerybeat-schedule & \
+	  $(VENV)/bin/celery -A memoryhub worker --loglevel=INFO --concurrency=2 & \
+	  $(VENV)/bin/celery -A memoryhub beat --loglevel=INFO --schedule=var/celerybeat-schedule & \
 	  $(VENV)/bin/gunicorn memoryhub.asgi:application --worker-class uvicorn_worker.UvicornWorker \
 	    --bind $(HOST):$(PORT) --workers 2 --graceful-timeout 10 --access-logfile - & \
 	  wait
