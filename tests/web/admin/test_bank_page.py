@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from accounts.models import User
 from memoryhub.core.models import AuditEvent
 from memoryhub.memories.models import Memory
-from memoryhub.pipeline import services
+from memoryhub.pipeline import jobs, services
 from memoryhub.pipeline.models import Job
 from projects.models import Project, Role
 from tests.web.admin.helpers import push_session
@@ -93,3 +93,67 @@ def test_rebuild_progress_polls_until_done(
     # A second rebuild shows as queued at once, although the job row still says done.
     again = client.post(BANK + "rebuild/", {"confirm": "alpha"}, headers=htmx).content.decode()
     assert 'hx-trigger="every 1s"' in again and "queued" in again
+
+
+def test_the_progress_fragment_shows_a_rebuilds_error_and_stops(
+    alice: User, alice_client: APIClient, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    client = web_client(alice)
+    htmx = {"HX-Request": "true"}
+    client.post(BANK + "rebuild/", {"confirm": "alpha"}, headers=htmx)
+    job = Job.objects.get(kind=Job.Kind.REBUILD)
+    # A worker takes the job and it breaks (the pipeline's own lease functions).
+    claim = jobs.claim(job.pk, lease_seconds=60)
+    assert claim is not None
+    assert jobs.heartbeat(claim, lease_seconds=60, progress=40)
+    running = client.get(BANK + "progress/", headers=htmx).content.decode()
+    assert 'value="40"' in running and 'hx-trigger="every 1s"' in running
+    jobs.fail(claim, "stage 1 of s-1 <b>exploded</b>", retry_delay_seconds=60)
+    failed = client.get(BANK + "progress/", headers=htmx).content.decode()
+    assert "hx-trigger" not in failed
+    assert "stage 1 of s-1 &lt;b&gt;exploded&lt;/b&gt;" in failed and 'role="alert"' in failed
+    assert "It is retried at" in failed
+
+
+def test_list_pages_keep_their_query_count(
+    alice: User,
+    alice_client: APIClient,
+    project: Project,
+    role_user: Callable[[Role], User],
+    web_client: Callable[[User], Client],
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = web_client(alice)
+    pages = ["/p/alpha/recall-files/", "/p/alpha/members/", BANK, "/p/alpha/instructions/"]
+
+    def counts() -> list[int]:
+        out = []
+        for url in pages:
+            with CaptureQueriesContext(connection) as ctx:
+                assert client.get(url).status_code == 200
+            out.append(len(ctx.captured_queries))
+        return out
+
+    def grow(i: int) -> None:
+        alice_client.put(
+            f"/api/v1/projects/alpha/recall-files/project/f{i}.md",
+            {"content": f"---\nname: F{i}\n---\nx"},
+            format="json",
+        )
+        alice_client.put(
+            f"/api/v1/projects/alpha/instructions/files/docs/f{i}.md",
+            {"content": "x"},
+            format="json",
+        )
+        alice_client.post("/api/v1/tokens/", {"name": f"t{i}", "project": "alpha"}, format="json")
+        push_session(alice_client, f"grow-{i}", end=True)
+
+    grow(0)
+    role_user(Role.VIEWER)
+    before = counts()
+    for i in range(1, 6):
+        grow(i)
+    role_user(Role.MAINTAINER)
+    assert counts() == before
