@@ -140,3 +140,23 @@ def test_create_and_revoke_a_token(bob: User, project: Project, new_browser_page
     row.get_by_role("button", name="Revoke").click()
     expect(row).to_contain_text("revoked")
     assert _me(browser_page.base_url, raw) == 401
+
+
+def test_a_link_to_a_record_on_a_later_page_finds_it(
+    alice: User, alice_client: APIClient, browser_page: BrowserPage
+) -> None:
+    sid = push_session(alice_client, "long")
+    records = [{"type": "user", "content": f"line {i}"} for i in range(7, 260)]
+    response = alice_client.post(
+        "/api/v1/projects/alpha/sessions/long/records/", records, format="json"
+    )
+    assert response.status_code == 201, response.content
+    browser_page.sign_in("alice")
+    url = reverse("web:session", kwargs={"slug": "alpha", "ref": sid})
+    browser_page.goto(url + "#record-230")
+    page = browser_page.page
+    page.wait_for_url("**after=229#record-230")
+    expect(page.locator("#record-230")).to_contain_text("line 230")
+    browser_page.goto(url + "#record-5")  # on the first page: no detour
+    expect(page.locator("#record-5")).to_be_visible()
+    assert "after=" not in page.url
