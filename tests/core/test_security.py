@@ -8,6 +8,7 @@ import secrets
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from django.test import Client
 
@@ -26,11 +27,16 @@ PRODUCTION = {
 }
 
 
+def _clean(environ: Any) -> dict[str, str]:
+    # Browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process; no deployment has it.
+    return {k: v for k, v in environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+
+
 def _deploy_check(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 — fixed argv
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
-        env=os.environ | {"MEMORYHUB_VAR_DIR": str(tmp_path)} | env,
+        env=_clean(os.environ) | {"MEMORYHUB_VAR_DIR": str(tmp_path)} | env,
         capture_output=True,
         text=True,
         timeout=120,

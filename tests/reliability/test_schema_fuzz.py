@@ -93,6 +93,8 @@ def test_every_operation_survives_fuzzing(
             "--request-timeout",
             "30",
         ],
+        env=os.environ
+        | {"SCHEMATHESIS_HOOKS": str(Path(__file__).with_name("schemathesis_hooks.py"))},
         capture_output=True,
         text=True,
         timeout=900,
