@@ -27,6 +27,7 @@ from accounts.services import user_get_or_create
 from memoryhub.backups import format as fmt
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.services import audit_record
+from memoryhub.memories import services as memory_services
 from projects.models import Project
 from projects.services import project_create
 
@@ -111,10 +112,15 @@ class _Restorer:
         objs = [self.build(label, model, row) for row in rows]
         self.keep_free_global_ids(model, rows, objs)
         fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-        returned = model._base_manager._insert(  # type: ignore[attr-defined]
-            objs, fields=fields, returning_fields=[model._meta.pk], raw=True
-        )
-        for row, (new_pk,) in zip(rows, returned, strict=True):
+        if label.startswith("memories.") and label != "memories.BankArtifact":
+            # The bank's rows are written by the bank's services only (one write path).
+            new_pks = memory_services.bank_rows_restore(objs=objs, fields=fields)
+        else:
+            returned = model._base_manager._insert(  # type: ignore[attr-defined]
+                objs, fields=fields, returning_fields=[model._meta.pk], raw=True
+            )
+            new_pks = [row[0] for row in returned]
+        for row, new_pk in zip(rows, new_pks, strict=True):
             self.pk_maps[label][row["pk"]] = new_pk
         self.counts[label] += len(rows)
 

@@ -687,3 +687,21 @@ def memory_delete_unsafe(*, memory: Memory, actor: Actor, confirm: str) -> None:
         },
     )
     memory.delete()
+
+
+# --- Project restore (memoryhub/backups) --------------------------------------------------------
+
+_RESTORABLE = (Memory, MemoryEvent, MemoryTerm)
+
+
+def bank_rows_restore(*, objs: Sequence[Any], fields: Sequence[Any]) -> list[int]:
+    """Insert a restored project's bank rows as they were (timestamps, hashes, postings, the
+    events themselves — a restore adds no event per row; backups/services audits it once).
+    Raw inserts in the caller's transaction; returns the new primary keys in order."""
+    model = type(objs[0])
+    if model not in _RESTORABLE or any(type(obj) is not model for obj in objs):
+        raise TypeError(f"bank_rows_restore takes rows of one of {_RESTORABLE}")
+    rows = model._base_manager._insert(
+        list(objs), fields=list(fields), returning_fields=[model._meta.pk], raw=True
+    )
+    return [row[0] for row in rows]
