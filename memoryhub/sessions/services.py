@@ -652,6 +652,7 @@ def _transcript_records(
         if ordinal >= TRANSCRIPT_SEQ_STRIDE:
             raise ValidationError({"transcript": f"line {line} holds too many records"})
         record.seq = line * TRANSCRIPT_SEQ_STRIDE + ordinal
+        _fit_record(record, ingest_limits().record_max_bytes)
         if source.done and not final:
             held_back = record
             continue
@@ -761,3 +762,42 @@ def session_metadata_merge(
         after=values,
     )
     return session
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode())
+
+
+def _fit_record(record: RecordInput, limit: int) -> None:
+    """Bring a record over the per-record limit under it by leaving out its largest parts.
+
+    A pushed transcript continues where the last push stopped, so one pasted screenshot or
+    huge tool output refused with 413 would stop every later push of the session (an import
+    refuses the whole file instead). Image and text blocks become a note, a tool_use keeps its
+    id and name but not its input, a string keeps its head; metadata says how big it was.
+    """
+    size = _json_size(record.content)
+    if size <= limit or isinstance(record.content, dict):
+        return
+
+    def note(n: int) -> str:
+        return f"[MemoryHub left out {n} bytes here: over the {limit}-byte record limit]"
+
+    content = record.content
+    if isinstance(content, list):
+        blocks = list(content)
+        for i in sorted(range(len(blocks)), key=lambda i: -_json_size(blocks[i])):
+            if _json_size(blocks) <= limit:
+                break
+            block = blocks[i]
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                blocks[i] = block | {"input": {"omitted": note(_json_size(block["input"]))}}
+            else:
+                blocks[i] = {"type": "text", "text": note(_json_size(block))}
+        content = blocks
+    if _json_size(content) > limit:
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        head = text[: limit // 8]  # ≤ 4 bytes per character, and room for the JSON quoting
+        content = head + "\n" + note(len(text.encode()) - len(head.encode()))
+    record.content = content
+    record.metadata["oversized_bytes"] = size

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from rest_framework.test import APIClient
 
 from memoryhub.sessions.models import AgentSession, SessionRecord
+from tests.agent_cli.claude_code import ClaudeCodeTranscript
 from tests.agent_cli.conftest import FIXTURES
 
 S = "/api/v1/projects/alpha/sessions/"
@@ -62,3 +65,57 @@ def test_a_push_needs_ndjson(alice_client: APIClient) -> None:
     response = alice_client.post(f"{S}cc/transcript/?first_line=1", {"type": "user"}, format="json")
     assert response.status_code == 400
     assert "application/x-ndjson" in str(response.json()["error"]["details"])
+
+
+def test_an_oversized_record_is_cut_down_so_the_transcript_keeps_flowing(
+    alice_client: APIClient, tmp_path: Path, settings: Any
+) -> None:
+    """A pasted screenshot or a huge Write must not stop every later push of the session."""
+    settings.SESSION_RECORD_MAX_BYTES = 5_000
+    t = ClaudeCodeTranscript(tmp_path / "t.jsonl", "big")
+    screenshot = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo" * 2_000}
+    t.write(
+        t._envelope(
+            "user",
+            message={
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Why is this chart empty?"},
+                    {"type": "image", "source": screenshot},
+                ],
+            },
+        )
+    )
+    t.assistant(
+        {"type": "tool_use", "id": "toolu_w", "name": "Write", "input": {"content": "x" * 9_000}}
+    )
+    t.write(
+        t._envelope(
+            "user",
+            message={
+                "role": "user",
+                "content": [{"tool_use_id": "toolu_w", "type": "tool_result", "content": "ok"}],
+            },
+        )
+    )
+    t.bash("cat build.log", "y" * 9_000)
+    t.user("Thanks, that fixed it.")
+    alice_client.post(S, {"external_id": "big"}, format="json")
+
+    response = push(alice_client, "big", t.path.read_bytes().splitlines(keepends=True), 1)
+
+    assert response.status_code == 201, response.content
+    rows = list(SessionRecord.objects.filter(session__external_id="big").order_by("index"))
+    types = ["user", "assistant", "tool_result", "assistant", "tool_result", "user"]
+    assert [r.type for r in rows] == types
+    image_note, tool_use = rows[0].content[1], rows[1].content[0]
+    assert image_note["type"] == "text"
+    assert "MemoryHub left out" in image_note["text"]
+    assert rows[0].content[0] == {"type": "text", "text": "Why is this chart empty?"}
+    assert rows[0].metadata["oversized_bytes"] > 5_000
+    assert (tool_use["type"], tool_use["id"], tool_use["name"]) == ("tool_use", "toolu_w", "Write")
+    assert "MemoryHub left out" in tool_use["input"]["omitted"]
+    log = rows[4].content
+    assert log.startswith("yyy") and "MemoryHub left out" in log
+    assert len(json.dumps(log).encode()) <= 5_000
+    assert rows[5].content == "Thanks, that fixed it."
