@@ -479,7 +479,8 @@ class SessionTranscriptPushApi(APIView):
     @extend_schema(
         operation_id="sessions_transcript_push",
         parameters=[TranscriptPushInput],
-        request={"application/x-ndjson": OpenApiTypes.STR},
+        # text/plain too: the lines are text, and generic HTTP tools can send that.
+        request={"application/x-ndjson": OpenApiTypes.STR, "text/plain": OpenApiTypes.STR},
         responses={
             201: inline_serializer(
                 "TranscriptPushResult",
@@ -504,7 +505,9 @@ class SessionTranscriptPushApi(APIView):
         session = selectors.session_get(access=access, ref=ref, write=True)
         params = self.TranscriptPushInput(data=request.query_params)
         params.is_valid(raise_exception=True)
-        if not request.content_type.startswith(("application/x-ndjson", "application/jsonl")):
+        if not request.content_type.startswith(
+            ("application/x-ndjson", "application/jsonl", "text/plain")
+        ):
             raise serializers.ValidationError({"transcript": ["Send application/x-ndjson."]})
         lines = list(iter(request.stream.readline, b"")) if request.stream else []
         try:

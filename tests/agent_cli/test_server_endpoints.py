@@ -60,6 +60,14 @@ def test_only_the_author_or_a_maintainer_pushes(
     assert SessionRecord.objects.count() == 0
 
 
+def test_plain_text_lines_are_accepted_too(alice_client: APIClient) -> None:
+    alice_client.post(S, {"external_id": "cc"}, format="json")
+    url = f"{S}cc/transcript/?first_line=1&final=true"
+    response = alice_client.post(url, b"".join(CLAUDE), content_type="text/plain")
+    assert response.status_code == 201, response.content
+    assert response.json()["next_line"] == len(CLAUDE) + 1
+
+
 def test_a_push_needs_ndjson(alice_client: APIClient) -> None:
     alice_client.post(S, {"external_id": "cc"}, format="json")
     response = alice_client.post(f"{S}cc/transcript/?first_line=1", {"type": "user"}, format="json")
