@@ -127,6 +127,11 @@ class McpHttpApp:
         if not _host_allowed(_header(scope, b"host")):
             await _json(send, 400, {"error": "Invalid Host header."}, [])
             return
+        if scope["method"] == "GET":
+            # The spec's alternative to a server-to-client SSE stream. Stateless, the server
+            # has nothing to push on one, and each held-open stream would delay a SIGTERM.
+            await _json(send, 405, {"error": "Use POST."}, [(b"allow", b"POST")])
+            return
         header = _header(scope, b"authorization")
         try:
             caller = await sync_to_async(_caller, thread_sensitive=True)(header, match["slug"])

@@ -308,6 +308,13 @@ def test_it_answers_401_without_a_valid_token_and_400_for_a_foreign_host(
     for response in (missing, wrong):
         assert response.status_code == 401
         assert response.headers["www-authenticate"].startswith("Bearer")
+    # No server-to-client stream on GET (stateless): 405 at once, nothing held open.
+    stream = httpx.get(
+        mcp_http_server.url(),
+        headers={"Authorization": f"Bearer {raw_token(alice)}", "Accept": "text/event-stream"},
+        timeout=10,
+    )
+    assert stream.status_code == 405 and stream.headers["allow"] == "POST"
     foreign = httpx.post(
         mcp_http_server.url(),
         json=ping,
