@@ -46,7 +46,10 @@ def free_port() -> int:
 def server_env() -> dict[str, str]:
     """The test process's environment, on the test database, with no connection kept
     between requests (the test database is dropped at the end of the run)."""
-    return os.environ | {
+    # Not inherited: browser tests set DJANGO_ALLOW_ASYNC_UNSAFE in this process, and the
+    # server must keep Django's guard against ORM calls on the event loop.
+    inherited = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    return inherited | {
         "DATABASE_URL": database_url_of_test_db(),
         "DATABASE_CONN_MAX_AGE": "0",
         "LLM_PROVIDER": "offline",
