@@ -167,7 +167,7 @@ def stdio_refusal(token: str, project: str | None = None) -> tuple[int, str]:
     done = subprocess.run(  # noqa: S603 — fixed argv
         [params.command, *params.args],
         cwd=params.cwd,
-        env=os.environ | (params.env or {}),
+        env=server_env(),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
