@@ -203,12 +203,15 @@ def test_secrets_are_redacted_on_the_way_in(project: Project, alice_client: APIC
     secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     files[".mewcode/memories.md"] = f"### 项目知识\n- CI token is {secret}\n".encode()
     files[".mewcode/memory/release_process.md"] += f"\nToken: {secret}\n".encode()
+    files["docs/style.md"] += f"\nexport GITHUB_TOKEN={secret}\n".encode()
     response = upload(alice_client, "alpha", "mewcode", zip_bytes(files))
     assert response.status_code == 201, response.content
     stored = Memory.objects.get(content__startswith="CI token")
     assert secret not in stored.content and "[REDACTED" in stored.content
     recall = RecallFile.objects.get(path="release_process.md")
     assert secret not in recall.content
+    style = InstructionFile.objects.get(path="docs/style.md")
+    assert secret not in style.content and "@include conventions/naming.md" in style.content
     # The redacted text is what a re-import matches: still nothing new.
     again = upload(alice_client, "alpha", "mewcode", zip_bytes(files))
     assert again.json()["created"]["memories"] == 0
