@@ -23,6 +23,7 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
+from accounts import selectors as account_selectors
 from accounts.actors import Actor
 from accounts.models import User
 from memoryhub.core.exceptions import ApplicationError
@@ -254,7 +255,7 @@ def preview_access_for(*, access: ProjectAccess, username: str) -> ProjectAccess
             "Only maintainers can preview for another member.",
             details={"user": ["maintainers only"]},
         )
-    user = User.objects.filter(username=username, is_active=True).first()
+    user = account_selectors.user_get(username=username, active_only=True)
     if user is None:
         raise ApplicationError("No such member.", details={"user": ["not a member"]})
     try:

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 
 from accounts import selectors as account_selectors
 from accounts import services as account_services
-from accounts.models import ApiToken, User
+from accounts.models import ApiToken
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.web import forms_admin as forms
 from memoryhub.web.access import project_view
@@ -57,7 +57,7 @@ def members(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
 def member_add(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     form = forms.MemberAddForm(request.POST)
     if form.is_valid():
-        user = User.objects.filter(username=form.cleaned_data["username"], is_active=True).first()
+        user = account_selectors.user_get(username=form.cleaned_data["username"], active_only=True)
         if user is None:
             form.add_error("username", _("No active user with this name."))
         else:
