@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -29,7 +29,7 @@ from django.utils import timezone
 from accounts.actors import Actor
 from memoryhub.core import redaction
 from memoryhub.core.services import audit_record
-from memoryhub.memories import markup
+from memoryhub.memories import markup, trees
 from memoryhub.memories.models import BankArtifact
 from projects.models import Project
 
@@ -305,12 +305,7 @@ def _delete(artifact: BankArtifact, actor: Actor) -> None:
     )
 
 
-@dataclass
-class ReplaceResult:
-    created: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
+ReplaceResult = trees.TreeWriteResult
 
 
 @transaction.atomic
@@ -339,17 +334,12 @@ def artifacts_replace_all(
         for a in BankArtifact.objects.select_for_update().filter(project=project)
         if a.path.split("/")[0] not in NOT_STAGE2_DIRS
     }
-    result = ReplaceResult()
-    for path in sorted(files):
-        previous = existing.get(path)
-        _, changed = artifact_put(project=project, path=path, content=files[path], actor=actor)
-        if previous is None:
-            result.created.append(path)
-        elif changed:
-            result.updated.append(path)
-        else:
-            result.unchanged.append(path)
-    for path in sorted(set(existing) - set(files)):
-        _delete(existing[path], actor)
-        result.deleted.append(path)
-    return result
+
+    def put(path: str, content: str, _: BankArtifact | None) -> bool:
+        return artifact_put(project=project, path=path, content=content, actor=actor)[1]
+
+    def delete(gone: Sequence[BankArtifact]) -> None:
+        for artifact in gone:
+            _delete(artifact, actor)
+
+    return trees.tree_replace(stored=existing, wanted=files, put=put, delete=delete)

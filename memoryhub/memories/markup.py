@@ -11,6 +11,7 @@ raw text stay exact.
 
 from __future__ import annotations
 
+import math
 import re
 
 from memoryhub.core.markers import INJECTION_TAG
@@ -36,3 +37,18 @@ def neutralize(text: str) -> str:
     if "<" not in text:
         return text
     return _OPEN_ONLY.sub("‹", _TAG.sub(r"‹\1›", text))
+
+
+TRUNCATION_MARKER = "\n\n...[truncated]...\n\n"  # oh-my-pi truncateByApproxTokens
+HEAD_SHARE = 0.6
+
+
+def truncate_middle(text: str, max_chars: int) -> str:
+    """oh-my-pi's truncateByApproxTokens, in characters: over `max_chars`, the first 60 % and
+    the last 40 % of `max_chars` around the truncation marker. The one implementation: the
+    payloads, the stage-1 prompts and the consolidation prompt all cut with it."""
+    if len(text) <= max_chars:
+        return text
+    head = math.floor(max_chars * HEAD_SHARE)
+    tail = max_chars - head
+    return text[:head] + TRUNCATION_MARKER + text[len(text) - tail :]

@@ -14,6 +14,8 @@ MERGE_THRESHOLD = 0.8  # meow-memory DEDUP_THRESHOLD
 
 
 def meow_tokens(text: str) -> list[str]:
+    """meow-memory's tokenize (§5.2): every adjacent pair in a run of two or more Han
+    characters, each ASCII [a-zA-Z0-9]+ run lower-cased; everything else separates."""
     tokens: list[str] = []
     for run in _RUN.findall(text):
         if "\u3400" <= run[0] <= "\u9fff":
@@ -30,8 +32,16 @@ def jaccard(a: str, b: str) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
+def vector_cosine(a: Counter[str], b: Counter[str]) -> float:
+    """Cosine of two term-frequency vectors (0 when either is empty)."""
+    dot = sum(a[t] * b[t] for t in a.keys() & b.keys())
+    if not dot:
+        return 0.0
+    return dot / (
+        math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
+    )
+
+
 def cosine(a: str, b: str) -> float:
-    ca, cb = Counter(meow_tokens(a)), Counter(meow_tokens(b))
-    dot = sum(ca[t] * cb[t] for t in ca.keys() & cb.keys())
-    norm = math.sqrt(sum(v * v for v in ca.values())) * math.sqrt(sum(v * v for v in cb.values()))
-    return dot / norm if norm else 0.0
+    """meow's find-similar score of two texts."""
+    return vector_cosine(Counter(meow_tokens(a)), Counter(meow_tokens(b)))

@@ -12,7 +12,7 @@ from accounts.actors import actor_of
 from memoryhub.core.selectors import worker_status
 from memoryhub.llm import selectors as llm_selectors
 from memoryhub.llm.api import LlmUsageApi
-from memoryhub.pipeline import dispatch, selectors, services, tasks
+from memoryhub.pipeline import selectors, services
 from memoryhub.pipeline.dream import schedule
 from memoryhub.pipeline.dream import selectors as dream_selectors
 from memoryhub.sessions.selectors import session_get
@@ -94,8 +94,8 @@ class BankEnqueueApi(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """Mark consolidation dirty and send all due work to the workers now."""
         access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER)
-        services.bank_enqueue(project=access.project, actor=access.actor)
-        return Response(dispatch.scan_project(access.project), status=status.HTTP_202_ACCEPTED)
+        sent = services.bank_enqueue(project=access.project, actor=access.actor)
+        return Response(sent, status=status.HTTP_202_ACCEPTED)
 
 
 class ConfirmInput(serializers.Serializer):
@@ -142,7 +142,6 @@ class BankRebuildApi(APIView):
         job = services.bank_rebuild_start(
             project=access.project, actor=access.actor, confirm=payload.validated_data["confirm"]
         )
-        dispatch.send(tasks.rebuild_run, job.pk)
         return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -197,7 +196,6 @@ class BankDreamApi(APIView):
             else dream_selectors.latest_window(project=access.project)
         )
         job = schedule.dream_request(project=access.project, session=session, actor=access.actor)
-        dispatch.send(tasks.dream_run, job.pk)
         return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -211,5 +209,4 @@ class SessionExtractApi(APIView):
         access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MEMBER)
         session = session_get(access=access, ref=ref, write=True)
         job = services.stage1_request(project=access.project, session=session, actor=access.actor)
-        dispatch.send(tasks.stage1_run, job.pk)
         return Response(JobOutputSerializer(job).data, status=status.HTTP_202_ACCEPTED)

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from memoryhub.memories import artifacts
 from memoryhub.memories.kinds import Kind, Subcategory
 from memoryhub.memories.models import Memory
+from memoryhub.pipeline.prompts import truncate_by_approx_tokens
 
 RAW_MEMORIES_TOKENS = 20_000
 SUMMARIES_TOKENS = 12_000
@@ -31,14 +32,6 @@ Never include secrets. Return strict JSON only, with exactly the keys memory_md,
 memory_summary and skills."""
 
 
-def _truncate(text: str, tokens: int) -> str:
-    limit = tokens * CHARS_PER_TOKEN
-    if len(text) <= limit:
-        return text
-    head = int(limit * 0.6)
-    return text[:head] + "\n\n...[truncated]...\n\n" + text[-(limit - head) :]
-
-
 def messages(inputs: Sequence[Any]) -> list[dict[str, str]]:
     """inputs: Stage1Output rows, newest first."""
     raw = "# Raw Memories\n\n" + "\n".join(
@@ -53,8 +46,8 @@ def messages(inputs: Sequence[Any]) -> list[dict[str, str]]:
         if row.rollout_summary
     )
     user = (
-        f"Raw memories:\n{_truncate(raw, RAW_MEMORIES_TOKENS)}\n\n"
-        f"Session summaries:\n{_truncate(summaries, SUMMARIES_TOKENS)}\n\n"
+        f"Raw memories:\n{truncate_by_approx_tokens(raw, RAW_MEMORIES_TOKENS)}\n\n"
+        f"Session summaries:\n{truncate_by_approx_tokens(summaries, SUMMARIES_TOKENS)}\n\n"
         "Return the JSON object now."
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memoryhub.core.redaction import redact, redact_json
+from memoryhub.memories import markup
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Kind, Subcategory, resolve_kind
 from memoryhub.pipeline.extractor import (
     CATEGORIES,
@@ -53,8 +54,7 @@ PAYLOAD_PERCENT = 0.7
 FALLBACK_TOKEN_LIMIT = 16_000
 CHARS_PER_TOKEN = 4
 TOOL_RESULT_MAX_CHARS = 32_000
-TRUNCATION_MARKER = "\n\n...[truncated]...\n\n"
-HEAD_SHARE = 0.6
+TRUNCATION_MARKER = markup.TRUNCATION_MARKER
 SLUG_MAX_CHARS = 64
 EXISTING_MAX = 100
 EXISTING_ENTRY_CHARS = 300
@@ -84,12 +84,7 @@ def truncate_by_approx_tokens(text: str, token_limit: int) -> str:
     60 % and the last 40 % of the allowed characters around the truncation marker."""
     if token_limit <= 0:
         return ""
-    max_chars = token_limit * CHARS_PER_TOKEN
-    if len(text) <= max_chars:
-        return text
-    head = math.floor(max_chars * HEAD_SHARE)
-    tail = max_chars - head
-    return text[:head] + TRUNCATION_MARKER + text[len(text) - tail :]
+    return markup.truncate_middle(text, token_limit * CHARS_PER_TOKEN)
 
 
 # --- the session as JSON items --------------------------------------------------------------------

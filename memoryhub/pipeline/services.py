@@ -31,7 +31,7 @@ from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
 from memoryhub.memories.models import BankArtifact, Memory, content_hash
 from memoryhub.memories.selectors import memory_project_level
 from memoryhub.memories.services import MemoryInput, memory_clear_derived, memory_remember
-from memoryhub.pipeline import consolidation, extractor, jobs, prompts
+from memoryhub.pipeline import consolidation, extractor, jobs, prompts, tasks
 from memoryhub.pipeline.conf import PipelineConfig, pipeline_config, review_required
 from memoryhub.pipeline.models import Job, Stage1Output
 from memoryhub.sessions.models import AgentSession, SessionRecord
@@ -312,7 +312,9 @@ def _run(
     return "done"
 
 
-def stage1_run(*, job_id: int) -> str:
+def stage1_run(*, job_id: int, follow_up: bool = True) -> str:
+    """Run a stage-1 job; when it is done, the consolidation it made due is sent at once
+    (follow_up; a rebuild consolidates once at its end instead)."""
     job = Job.objects.select_related("project").get(pk=job_id)
     config = pipeline_config(job.project.settings)
 
@@ -321,12 +323,17 @@ def stage1_run(*, job_id: int) -> str:
         consolidation_mark_dirty(project=job.project)
         return detail
 
-    return _run(
+    outcome = _run(
         job_id,
         lease=config.stage1_lease_seconds,
         retry_delay=config.stage1_retry_delay_seconds,
         work=work,
     )
+    if outcome == "done" and follow_up:
+        consolidate = consolidation_due(project=job.project)
+        if consolidate is not None:
+            tasks.send_on_commit(tasks.consolidate_run, consolidate)
+    return outcome
 
 
 # --- Stage 2 -------------------------------------------------------------------------------
@@ -370,15 +377,42 @@ def consolidate(*, project: Project) -> dict[str, Any]:
 
 
 def consolidate_run(*, job_id: int) -> str:
+    """Run the consolidation job. Extractions that finished meanwhile could not start another
+    one (the lease was held): the bank is dirty again, so it is sent once more now rather than
+    at the next scan."""
     job = Job.objects.select_related("project").get(pk=job_id)
     config = pipeline_config(job.project.settings)
-    return _run(
+    outcome = _run(
         job_id,
         lease=config.phase2_lease_seconds,
         retry_delay=config.phase2_retry_delay_seconds,
         heartbeat_seconds=config.phase2_heartbeat_seconds,
         work=lambda job, claim: consolidate(project=job.project),
     )
+    if outcome == "done" and consolidation_due(project=job.project) == job_id:
+        tasks.send_on_commit(tasks.consolidate_run, job_id)
+    return outcome
+
+
+def pipeline_scan_project(*, project: Project) -> dict[str, int]:
+    """Send every due job of the project to the workers (on commit): stage 1, consolidation,
+    and at most one dream window (meow starts one per tick). What beat does for each project."""
+    from memoryhub.pipeline.dream import schedule  # the dream builds on these services
+
+    stage1 = stage1_enqueue_due(project=project)
+    for job_id in stage1:
+        tasks.send_on_commit(tasks.stage1_run, job_id)
+    consolidate_job = consolidation_due(project=project)
+    if consolidate_job is not None:
+        tasks.send_on_commit(tasks.consolidate_run, consolidate_job)
+    window = schedule.dream_enqueue_due(project=project)
+    if window is not None:
+        tasks.send_on_commit(tasks.dream_run, window)
+    return {
+        "stage1": len(stage1),
+        "consolidate": int(consolidate_job is not None),
+        "dream": int(window is not None),
+    }
 
 
 # --- Bank administration -------------------------------------------------------------------
@@ -463,6 +497,7 @@ def bank_rebuild_start(*, project: Project, actor: Actor, confirm: str) -> Job:
         target_id=project.public_id,
     )
     job.refresh_from_db()
+    tasks.send_on_commit(tasks.rebuild_run, job.pk)
     return job
 
 
@@ -488,7 +523,7 @@ def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
             session_id=session.pk,
             retries=config.retries,
         )
-        if stage1_run(job_id=stage1.pk) == "done":
+        if stage1_run(job_id=stage1.pk, follow_up=False) == "done":
             extracted += 1
             stage1.refresh_from_db(fields=["detail"])
             kept += int(stage1.detail.get("kept", 0))
@@ -532,7 +567,7 @@ def rebuild_run(*, job_id: int) -> str:
 @transaction.atomic
 def stage1_request(*, project: Project, session: AgentSession, actor: Actor) -> Job:
     """Make the session's stage-1 job claimable now, whatever its idle time: up to its current
-    record count, with fresh retries and no back-off. The caller sends the job on commit."""
+    record count, with fresh retries and no back-off; the job is sent to a worker on commit."""
     if session.record_count == 0:
         raise ApplicationError("This session has no records to extract.")
     config = pipeline_config(project.settings)
@@ -559,13 +594,14 @@ def stage1_request(*, project: Project, session: AgentSession, actor: Actor) -> 
         after={"records": session.record_count},
     )
     job.refresh_from_db()
+    tasks.send_on_commit(tasks.stage1_run, job.pk)
     return job
 
 
 @transaction.atomic
-def bank_enqueue(*, project: Project, actor: Actor) -> Job:
-    """Mark consolidation dirty (the caller then sends all due work: dispatch.scan_project)."""
-    job = consolidation_mark_dirty(project=project)
+def bank_enqueue(*, project: Project, actor: Actor) -> dict[str, int]:
+    """Mark consolidation dirty and send all due work (on commit); what was sent."""
+    consolidation_mark_dirty(project=project)
     audit_record(
         actor=actor,
         project=project,
@@ -573,7 +609,7 @@ def bank_enqueue(*, project: Project, actor: Actor) -> Job:
         target_type="project",
         target_id=project.public_id,
     )
-    return job
+    return pipeline_scan_project(project=project)
 
 
 # --- Extraction on demand --------------------------------------------------------------------

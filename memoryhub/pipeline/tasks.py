@@ -6,6 +6,8 @@ Celery only retries when the database is briefly unreachable.
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 from django.db import OperationalError
 
@@ -20,6 +22,12 @@ _transient = shared_task(
 )
 
 
+def send_on_commit(task: Any, *args: Any) -> None:
+    """Enqueue `task` when the surrounding transaction commits (at once outside one). The
+    services call this for the work they make due; celery-types lacks delay_on_commit."""
+    task.delay_on_commit(*args)
+
+
 @_transient
 def pipeline_scan() -> None:
     """Beat: enqueue due stage-1, consolidation and dream work of every project."""
@@ -30,18 +38,16 @@ def pipeline_scan() -> None:
 
 @_transient
 def stage1_run(job_id: int) -> None:
-    from memoryhub.pipeline import dispatch, services
+    from memoryhub.pipeline import services
 
-    if services.stage1_run(job_id=job_id) == "done":
-        dispatch.after_stage1(job_id)
+    services.stage1_run(job_id=job_id)
 
 
 @_transient
 def consolidate_run(job_id: int) -> None:
-    from memoryhub.pipeline import dispatch, services
+    from memoryhub.pipeline import services
 
-    if services.consolidate_run(job_id=job_id) == "done":
-        dispatch.after_consolidation(job_id)
+    services.consolidate_run(job_id=job_id)
 
 
 @_transient

@@ -32,7 +32,8 @@ from memoryhub.memories import index, text
 from memoryhub.memories.models import Memory, MemoryTerm
 from memoryhub.recall import keyword_hits, recall_files, scoring, selectors
 from memoryhub.recall.conf import recall_config
-from memoryhub.recall.injection import Payload, Profile, build_payload, estimate_tokens
+from memoryhub.recall.injection import Payload, Profile, build_payload
+from memoryhub.recall.layout import estimate_tokens
 from memoryhub.recall.search import QUERY_MAX_TERMS, SearchQuery, raw_pool
 from memoryhub.recall.services import hits_block, recall_text
 from projects.models import Role

@@ -29,31 +29,40 @@ Payloads are pure functions of the bank's state: entries are ordered importance 
 updated_at desc, then id desc (lessons for omp: updated_at desc, id desc); the only clock text is
 the date, in the project's time zone. Only active memories the caller can see are ever used:
 project-scope ones and the caller's own user-scope ones.
+
+This module renders the profiles; the layout and budget are memoryhub.recall.layout, the
+entries come from memoryhub.recall.selectors.injection_entries, and marking a payload as
+injected into a session is memoryhub.recall.services.recall_payload_mark_injected.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+import re
+from collections.abc import Callable, Sequence
+from datetime import date
 from enum import StrEnum
 from functools import partial
-from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.db.models.functions import Substr
 from django.utils import timezone
 
-from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.memories import artifacts, markup
 from memoryhub.memories.kinds import Kind
-from memoryhub.memories.models import Memory
-from memoryhub.memories.selectors import memory_visible_q
+from memoryhub.memories.markup import truncate_middle
 from memoryhub.recall import instructions, services
 from memoryhub.recall.conf import recall_config
-from memoryhub.recall.models import RecallSeen
-from memoryhub.sessions.conversation import CHARS_PER_TOKEN
+from memoryhub.recall.layout import (
+    WRAP_OVERHEAD,
+    Block,
+    Budget,
+    Collector,
+    Payload,
+    one_line,
+    wrap,
+)
+from memoryhub.recall.layout import max_chars as max_chars_for
+from memoryhub.recall.selectors import Entry, injection_entries
 from memoryhub.sessions.models import AgentSession
 from projects.selectors import ProjectAccess, project_list
 
@@ -69,11 +78,6 @@ DEFAULT_BUDGET_TOKENS = 8_000
 OMP_CHARS_PER_TOKEN = 4
 OMP_LEARNED_MAX = 100  # oh-my-pi keeps at most 100 learned bullets
 RULE_MIN_IMPORTANCE = 2
-# Rows read per kind: a budget of 8,000 tokens holds a few hundred one-line entries at most.
-ENTRY_FETCH_LIMIT = 200
-TRUNCATION_MARKER = "\n\n...[truncated]...\n\n"  # oh-my-pi truncateByApproxTokens
-MIN_DOCUMENT_CHARS = 200  # a document cut shorter than this is left out instead
-MIN_LINE_CHARS = 3  # "- x"
 
 MEWCODE_PREAMBLE = (
     "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
@@ -92,6 +96,20 @@ MEWCODE_USER_PREFERENCES = "### 用户偏好"
 MEWCODE_FEEDBACK = "### 纠正反馈"
 MEWCODE_PROJECT_KNOWLEDGE = "### 项目知识"
 MEWCODE_REFERENCES = "### 参考资料"
+# The same categories for a bank that is mostly not Chinese: headings in the memories' language.
+MEWCODE_HEADINGS_ZH = (
+    MEWCODE_USER_PREFERENCES,
+    MEWCODE_FEEDBACK,
+    MEWCODE_PROJECT_KNOWLEDGE,
+    MEWCODE_REFERENCES,
+)
+MEWCODE_HEADINGS_EN = (
+    "### User preferences",
+    "### Feedback and corrections",
+    "### Project knowledge",
+    "### References",
+)
+_CJK = re.compile(r"[\u3400-\u9fff]")
 PREFERENCE_KINDS = (Kind.SOUL, Kind.USER)
 KNOWLEDGE_KINDS = (Kind.PROJECT, Kind.FACT, Kind.LESSON, Kind.RULE, Kind.TOPIC)
 
@@ -125,232 +143,6 @@ DEFAULT_USER_KINDS = (Kind.SOUL, Kind.USER, Kind.FEEDBACK)
 DEFAULT_PROJECT_KINDS = (Kind.PROJECT, Kind.FACT, Kind.LESSON, Kind.TOPIC, Kind.REFERENCE)
 
 
-def estimate_tokens(text: str) -> int:
-    """The injection subsystem's estimate: MewCode's chars / 3.5 (seed §1.2)."""
-    return int(len(text) / CHARS_PER_TOKEN)
-
-
-def _max_chars(budget_tokens: int) -> int:
-    """The longest text whose estimate_tokens is within `budget_tokens`."""
-    return math.ceil(CHARS_PER_TOKEN * (budget_tokens + 1)) - 1
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def truncate_middle(text: str, max_chars: int) -> str:
-    """oh-my-pi's truncateByApproxTokens: over `max_chars`, keep the first 60 % and the last
-    40 % of `max_chars` around a marker."""
-    if len(text) <= max_chars:
-        return text
-    head = int(max_chars * 0.6)
-    tail = max_chars - head
-    return text[:head] + TRUNCATION_MARKER + (text[-tail:] if tail else "")
-
-
-def _fit_document(text: str, max_chars: int) -> str:
-    """`text`, cut in the middle (marker included) to at most `max_chars`, or "" when it would
-    keep fewer than MIN_DOCUMENT_CHARS."""
-    if len(text) <= max_chars:
-        return text
-    keep = max_chars - len(TRUNCATION_MARKER)
-    if keep < MIN_DOCUMENT_CHARS:
-        return ""
-    return truncate_middle(text, keep)
-
-
-# --- layout: nested blocks whose rendered length is known before anything is rendered ---------
-
-
-class Block:
-    """A rendered region: `head` on its own line, then its non-empty children joined by `sep`.
-
-    A block without children renders as nothing (its head disappears with it). Lengths are
-    maintained as lines are added, so the budget check is O(depth) per entry.
-    """
-
-    def __init__(self, head: str = "", sep: str = "\n", name: str = "") -> None:
-        self.head = head
-        self.sep = sep
-        self.name = name
-        self.parent: Block | None = None
-        self.children: list[Block | str] = []
-        self.length = 0
-        self.filled = 0
-
-    def block(self, head: str = "", sep: str = "\n", name: str = "") -> Block:
-        child = Block(head, sep, name)
-        child.parent = self
-        self.children.append(child)
-        return child
-
-    def _head_len(self) -> int:
-        return len(self.head) + 1 if self.head else 0
-
-    def _plan(self, chars: int) -> list[tuple[Block, int, int]]:
-        """(block, new length, new filled) for this block and its ancestors if a line of
-        `chars` characters were added here."""
-        new_length = (
-            self._head_len() + chars if not self.filled else self.length + len(self.sep) + chars
-        )
-        plan = [(self, new_length, self.filled + 1)]
-        child, node = self, self.parent
-        while node is not None:
-            if not child.filled:  # the child appears: it joins its parent's children
-                length = (
-                    node._head_len() + new_length
-                    if not node.filled
-                    else node.length + len(node.sep) + new_length
-                )
-                plan.append((node, length, node.filled + 1))
-            else:
-                plan.append((node, node.length + new_length - child.length, node.filled))
-            child, new_length, node = node, plan[-1][1], node.parent
-        return plan
-
-    def root(self) -> Block:
-        node = self
-        while node.parent is not None:
-            node = node.parent
-        return node
-
-    def growth(self, chars: int) -> int:
-        """How much longer the whole layout gets if a line of `chars` characters is added."""
-        root = self.root()
-        return self._plan(chars)[-1][1] - root.length
-
-    def add(self, line: str) -> None:
-        for node, length, filled in self._plan(len(line)):
-            node.length, node.filled = length, filled
-        self.children.append(line)
-
-    def render(self) -> str:
-        parts = [c if isinstance(c, str) else c.render() for c in self.children]
-        body = self.sep.join(p for p in parts if p)
-        if not body:
-            return ""
-        return f"{self.head}\n{body}" if self.head else body
-
-    def named(self) -> Iterable[Block]:
-        """Named blocks in document order (the JSON sections)."""
-        for child in self.children:
-            if isinstance(child, Block):
-                if child.name:
-                    yield child
-                yield from child.named()
-
-
-@dataclass
-class Budget:
-    """Room for a layout inside `max_chars` (wrapper text included in `overhead`)."""
-
-    root: Block
-    max_chars: int
-    overhead: int
-    # Set by the first item that does not fit: nothing after it is added (strict priority).
-    exhausted: bool = False
-
-    def room(self, block: Block) -> int:
-        """The longest line that still fits in `block`."""
-        if self.exhausted:
-            return 0
-        return self.max_chars - self.overhead - self.root.length - block.growth(0)
-
-    def try_add(self, block: Block, line: str) -> bool:
-        if self.exhausted or len(line) > self.room(block):
-            self.exhausted = True
-            return False
-        block.add(line)
-        return True
-
-    def add_document(self, block: Block, text: str) -> bool:
-        """Add `text`, cut in the middle to the room left if need be (which ends the payload:
-        there is no room after it)."""
-        if not text or self.exhausted:
-            return False
-        fitted = _fit_document(text, self.room(block))
-        if fitted != text:
-            self.exhausted = True
-        if fitted:
-            block.add(fitted)
-        return bool(fitted)
-
-
-# --- data -----------------------------------------------------------------------------------
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-@dataclass(slots=True)
-class Entry:
-    pk: int
-    public_id: str
-    kind: str
-    importance: int
-    updated_at: datetime
-    content: str
-    complete: bool  # False: longer than what was read, so it cannot fit anyway
-
-    @property
-    def priority_key(self) -> tuple[int, int, int]:
-        """importance desc, updated_at desc, id desc: the database's order, exactly."""
-        return (-self.importance, *self.recency_key)
-
-    @property
-    def recency_key(self) -> tuple[int, int]:
-        micros = (self.updated_at - _EPOCH) // timedelta(microseconds=1)
-        return (-micros, -self.pk)
-
-
-def fetch_entries(
-    access: ProjectAccess,
-    kinds: Sequence[str],
-    *,
-    max_chars: int,
-    min_importance: int | None = None,
-    newest_first: bool = False,
-    limit: int = ENTRY_FETCH_LIMIT,
-) -> list[Entry]:
-    """The caller's active memories of `kinds`, best first, at most `limit` per kind.
-
-    One indexed query per kind (each walks (project, status, kind, …) in order and stops at
-    `limit`), merged here; contents are read up to `max_chars` + 1 characters only.
-    """
-    order = ("-updated_at", "-id") if newest_first else ("-importance", "-updated_at", "-id")
-    entries: list[Entry] = []
-    for kind in kinds:
-        qs = Memory.objects.filter(
-            project=access.project, status=Memory.Status.ACTIVE, kind=kind
-        ).filter(memory_visible_q(user=access.actor.user))
-        if min_importance is not None:
-            qs = qs.filter(importance__gte=min_importance)
-        rows = (
-            qs.order_by(*order)
-            .annotate(snippet=Substr("content", 1, max_chars + 1))
-            .values_list("pk", "public_id", "kind", "importance", "updated_at", "snippet")[:limit]
-        )
-        entries.extend(
-            Entry(
-                pk=pk,
-                public_id=str(public_id),
-                kind=kind_,
-                importance=importance,
-                updated_at=updated_at,
-                content=snippet,
-                complete=len(snippet) <= max_chars,
-            )
-            for pk, public_id, kind_, importance, updated_at, snippet in (
-                # Length-preserving, so `complete` and every budget stay exact.
-                (*row[:5], markup.neutralize(row[5]))
-                for row in rows
-            )
-        )
-    entries.sort(key=(lambda e: e.recency_key) if newest_first else (lambda e: e.priority_key))
-    return entries
-
-
 def load_instructions(access: ProjectAccess) -> str:
     """The caller's resolved MEWCODE.md instructions ("" when there are none)."""
     return markup.neutralize(
@@ -367,100 +159,6 @@ def _summary_artifact(access: ProjectAccess) -> str:
     return markup.neutralize(artifact.content.strip()) if artifact is not None else ""
 
 
-# --- payload ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Section:
-    name: str
-    text: str
-    token_estimate: int
-
-
-@dataclass
-class Payload:
-    text: str = ""
-    sections: list[Section] = field(default_factory=list)
-    memory_ids: list[str] = field(default_factory=list)
-    memory_pks: list[int] = field(default_factory=list)
-
-    @property
-    def token_estimate(self) -> int:
-        return estimate_tokens(self.text)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "sections": [
-                {"name": s.name, "text": s.text, "token_estimate": s.token_estimate}
-                for s in self.sections
-            ],
-            "memory_ids": self.memory_ids,
-            "token_estimate": self.token_estimate,
-        }
-
-
-def _wrap(body: str) -> str:
-    return f"{INJECTION_OPEN}\n{body}\n{INJECTION_CLOSE}"
-
-
-WRAP_OVERHEAD = len(_wrap(""))
-
-
-def _blocks(root: Block) -> Iterable[Block]:
-    yield root
-    for child in root.children:
-        if isinstance(child, Block):
-            yield from _blocks(child)
-
-
-class _Collector:
-    """Remembers which memory went into which block, for memory_ids in document order."""
-
-    def __init__(self) -> None:
-        self.placed: list[tuple[Block, Entry]] = []
-
-    def fill(
-        self, budget: Budget, block: Block, entries: Iterable[Entry], render: Callable[[Entry], str]
-    ) -> None:
-        for entry in entries:
-            if not entry.complete or not budget.try_add(block, render(entry)):
-                budget.exhausted = True
-                return
-            self.placed.append((block, entry))
-
-    def payload(self, root: Block, text: str) -> Payload:
-        sections = [
-            Section(name=b.name, text=rendered, token_estimate=estimate_tokens(rendered))
-            for b in root.named()
-            if (rendered := b.render())
-        ]
-        position = {id(b): i for i, b in enumerate(_blocks(root))}
-        # Stable sort: blocks in document order, entries of a block in the order they were added.
-        placed = sorted(self.placed, key=lambda pair: position[id(pair[0])])
-        payload = Payload(text=text, sections=sections)
-        included: set[int] = set()
-        for _, entry in placed:
-            if entry.pk not in included:
-                included.add(entry.pk)
-                payload.memory_pks.append(entry.pk)
-                payload.memory_ids.append(entry.public_id)
-        return payload
-
-    def fill_from(
-        self,
-        budget: Budget,
-        block: Block,
-        fetch: Callable[[], list[Entry]],
-        render: Callable[[Entry], str],
-    ) -> None:
-        """fill(), querying only when the block still has room for a line."""
-        if budget.room(block) < MIN_LINE_CHARS:
-            budget.exhausted = True
-            return
-        self.fill(budget, block, fetch(), render)
-
-
 def _bullet(entry: Entry) -> str:
     return f"- {one_line(entry.content)}"
 
@@ -474,7 +172,7 @@ def _id_bullet(entry: Entry) -> str:
 
 
 def _mewcode(access: ProjectAccess, today: date, budget_tokens: int | None) -> Payload:
-    max_chars = _max_chars(budget_tokens or DEFAULT_BUDGET_TOKENS)
+    max_chars = max_chars_for(budget_tokens or DEFAULT_BUDGET_TOKENS)
     instructions = load_instructions(access).strip()
     root = Block(sep="\n\n")
     budget = Budget(root, max_chars, WRAP_OVERHEAD + len(MEWCODE_PREAMBLE) + len(MEWCODE_CLOSING))
@@ -485,26 +183,31 @@ def _mewcode(access: ProjectAccess, today: date, budget_tokens: int | None) -> P
     # memories.md: the user file, "\n\n", the project file (MewCode's load()).
     auto = root.block(head="# autoMemory", sep="\n\n", name="autoMemory")
     user_file, project_file = auto.block(), auto.block()
+    kinds_of = (PREFERENCE_KINDS, (Kind.FEEDBACK,), KNOWLEDGE_KINDS, (Kind.REFERENCE,))
+    entries = [injection_entries(access, kinds, max_chars=max_chars) for kinds in kinds_of]
+    headings = _mewcode_headings([e for group in entries for e in group])
     categories = [
-        (user_file.block(head=MEWCODE_USER_PREFERENCES), PREFERENCE_KINDS),
-        (user_file.block(head=MEWCODE_FEEDBACK), (Kind.FEEDBACK,)),
-        (project_file.block(head=MEWCODE_PROJECT_KNOWLEDGE), KNOWLEDGE_KINDS),
-        (project_file.block(head=MEWCODE_REFERENCES), (Kind.REFERENCE,)),
+        (user_file.block(head=headings[0]), entries[0]),
+        (user_file.block(head=headings[1]), entries[1]),
+        (project_file.block(head=headings[2]), entries[2]),
+        (project_file.block(head=headings[3]), entries[3]),
     ]
     root.block(head="# currentDate", name="currentDate").add(
         f"Today's date is {today.isoformat()}."
     )
-    collector = _Collector()
-    for block, kinds in categories:
-        collector.fill_from(
-            budget,
-            block,
-            partial(fetch_entries, access, kinds, max_chars=max_chars),
-            _bullet,
-        )
+    collector = Collector()
+    for block, group in categories:
+        collector.fill_from(budget, block, partial(list, group), _bullet)
     if not instructions and not collector.placed:
         return Payload()
-    return collector.payload(root, _wrap(MEWCODE_PREAMBLE + root.render() + MEWCODE_CLOSING))
+    return collector.payload(root, wrap(MEWCODE_PREAMBLE + root.render() + MEWCODE_CLOSING))
+
+
+def _mewcode_headings(entries: Sequence[Entry]) -> tuple[str, ...]:
+    """MewCode's Chinese memories.md headings when at least half the memories are Chinese,
+    English ones otherwise (English memories under 用户偏好 read as noise to the model)."""
+    chinese = sum(1 for e in entries if _CJK.search(e.content))
+    return MEWCODE_HEADINGS_ZH if entries and 2 * chinese >= len(entries) else MEWCODE_HEADINGS_EN
 
 
 def _omp(access: ProjectAccess, today: date, budget_tokens: int | None) -> Payload:
@@ -518,9 +221,9 @@ def _omp(access: ProjectAccess, today: date, budget_tokens: int | None) -> Paylo
     if summary:
         root.block(head=OMP_SUMMARY_HEAD, name="memory_summary").add(summary)
     learned = root.block(head=OMP_LEARNED_HEAD, name="learned")
-    collector = _Collector()
+    collector = Collector()
     if learned_budget:
-        lessons = fetch_entries(
+        lessons = injection_entries(
             access,
             (Kind.LESSON,),
             max_chars=learned_budget * OMP_CHARS_PER_TOKEN,
@@ -537,7 +240,7 @@ def _omp(access: ProjectAccess, today: date, budget_tokens: int | None) -> Paylo
                 chars = grown
     if not summary and not collector.placed:
         return Payload()
-    return collector.payload(root, _wrap(root.render()))
+    return collector.payload(root, wrap(root.render()))
 
 
 def _meow_guide(access: ProjectAccess) -> str:
@@ -552,7 +255,7 @@ def _meow_guide(access: ProjectAccess) -> str:
 
 
 def _meow(access: ProjectAccess, today: date, budget_tokens: int | None) -> Payload:
-    max_chars = _max_chars(budget_tokens or DEFAULT_BUDGET_TOKENS)
+    max_chars = max_chars_for(budget_tokens or DEFAULT_BUDGET_TOKENS)
     root = Block(head=MEOW_OPEN, sep="\n")
     soul = root.block(head=MEOW_SOUL, name="soul")
     user = root.block(head=MEOW_USER, name="user")
@@ -560,7 +263,7 @@ def _meow(access: ProjectAccess, today: date, budget_tokens: int | None) -> Payl
     root.block(head=MEOW_GUIDE, name="guide").add(_meow_guide(access))
     root.add(MEOW_CLOSE)
     budget = Budget(root, max_chars, WRAP_OVERHEAD)
-    collector = _Collector()
+    collector = Collector()
     for block, kinds, m in (
         (soul, (Kind.SOUL,), None),
         (user, (Kind.USER,), None),
@@ -569,14 +272,14 @@ def _meow(access: ProjectAccess, today: date, budget_tokens: int | None) -> Payl
         collector.fill_from(
             budget,
             block,
-            partial(fetch_entries, access, kinds, max_chars=max_chars, min_importance=m),
+            partial(injection_entries, access, kinds, max_chars=max_chars, min_importance=m),
             _id_bullet,
         )
-    return collector.payload(root, _wrap(root.render()))
+    return collector.payload(root, wrap(root.render()))
 
 
 def _default(access: ProjectAccess, today: date, budget_tokens: int | None) -> Payload:
-    max_chars = _max_chars(budget_tokens or DEFAULT_BUDGET_TOKENS)
+    max_chars = max_chars_for(budget_tokens or DEFAULT_BUDGET_TOKENS)
     root = Block(sep="\n\n")
     root.block().add(DEFAULT_PREFACE.format(slug=access.project.slug))
     budget = Budget(root, max_chars, WRAP_OVERHEAD)
@@ -587,35 +290,31 @@ def _default(access: ProjectAccess, today: date, budget_tokens: int | None) -> P
         head=f"# Memory summary (memory://root/{artifacts.MEMORY_SUMMARY})", name="memory_summary"
     )
     project_block = root.block(head="# Project memories", name="project")
-    collector = _Collector()
-    added = budget.add_document(instructions_block, load_instructions(access).strip())
-    collector.fill_from(
-        budget,
-        user_block,
-        lambda: fetch_entries(access, DEFAULT_USER_KINDS, max_chars=max_chars),
-        _kind_bullet,
-    )
-    collector.fill_from(
-        budget,
-        rules_block,
-        lambda: fetch_entries(
-            access, (Kind.RULE,), max_chars=max_chars, min_importance=RULE_MIN_IMPORTANCE
-        ),
-        _bullet,
-    )
+    collector = Collector()
     summary = truncate_middle(
         _summary_artifact(access), _summary_token_limit(access) * OMP_CHARS_PER_TOKEN
     )
-    added = budget.add_document(summary_block, summary) or added
+
+    def fetch(kinds: Sequence[str], min_importance: int | None = None) -> list[Entry]:
+        # A memory the summary already states is listed once: in the summary.
+        return [
+            e
+            for e in injection_entries(
+                access, kinds, max_chars=max_chars, min_importance=min_importance
+            )
+            if not (summary and one_line(e.content) in summary)
+        ]
+
+    added = budget.add_document(instructions_block, load_instructions(access).strip())
+    collector.fill_from(budget, user_block, partial(fetch, DEFAULT_USER_KINDS), _kind_bullet)
     collector.fill_from(
-        budget,
-        project_block,
-        lambda: fetch_entries(access, DEFAULT_PROJECT_KINDS, max_chars=max_chars),
-        _kind_bullet,
+        budget, rules_block, partial(fetch, (Kind.RULE,), RULE_MIN_IMPORTANCE), _bullet
     )
+    added = budget.add_document(summary_block, summary) or added
+    collector.fill_from(budget, project_block, partial(fetch, DEFAULT_PROJECT_KINDS), _kind_bullet)
     if not added and not collector.placed:
         return Payload()
-    return collector.payload(root, _wrap(root.render()))
+    return collector.payload(root, wrap(root.render()))
 
 
 _BUILDERS: dict[Profile, Callable[[ProjectAccess, date, int | None], Payload]] = {
@@ -640,9 +339,7 @@ def build_payload(
     return _BUILDERS[profile](access, today, budget_tokens)
 
 
+# The payload's write lives in services (recall_payload_mark_injected); this name stays for
+# callers of the injection module.
 def mark_injected(*, session: AgentSession, payload: Payload) -> None:
-    """Record the payload's memories as injected into `session` (an upsert: injected again
-    after a compaction counts as seen again)."""
-    services.recall_seen_mark(
-        session=session, memory_ids=payload.memory_pks, reason=RecallSeen.Reason.INJECTED
-    )
+    services.recall_payload_mark_injected(session=session, memory_pks=payload.memory_pks)

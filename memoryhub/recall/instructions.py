@@ -12,9 +12,10 @@ Where the stored layer differs from files on disk:
 - The user's file has no directory inside the project; its includes resolve against the
   project root (a home-relative include could never be inside the project anyway).
 - Backslashes in an include count as separators, so "..\\x" cannot slip past the root check.
-- Includes may repeat and cycle as in MewCode (the depth limit ends a cycle), but the
-  included text is capped at MAX_INCLUDED_CHARS in total so a file that includes itself many
-  times cannot blow up exponentially.
+- Includes may repeat as in MewCode, but a cycle (a file that includes itself, directly or
+  through others) is cut where it closes and reported once per resolution with the cycle
+  marker, instead of MewCode's copies up to the depth limit; included text is capped at
+  MAX_INCLUDED_CHARS in total so repeated includes cannot blow up exponentially.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ INCLUDE_PREFIX = "@include "
 BLOCKED = "<!-- @include blocked: path outside project -->"
 SKIPPED = "<!-- @include skipped: file not found -->"
 TOO_LARGE = "<!-- @include skipped: size limit reached -->"
+CYCLE = "<!-- @include skipped: cycle {chain} -->"
 MAX_INCLUDED_CHARS = 2_000_000
 _ABSOLUTE = re.compile(r"^(?:/|~|[A-Za-z]:)")
 
@@ -50,6 +52,7 @@ class _Expansion:
     files: dict[str, str]  # project path → content
     used: list[str] = field(default_factory=list)
     included_chars: int = 0
+    cycles: set[str] = field(default_factory=set)  # reported ones
 
     def use(self, path: str) -> None:
         if path not in self.used:
@@ -68,7 +71,9 @@ def include_target(base_dir: str, rel_path: str) -> str | None:
     return target
 
 
-def _expand(content: str, base_dir: str, state: _Expansion, depth: int) -> str:
+def _expand(
+    content: str, base_dir: str, state: _Expansion, depth: int, chain: tuple[str, ...]
+) -> str:
     if depth >= MAX_INCLUDE_DEPTH:
         return content
     lines: list[str] = []
@@ -85,12 +90,20 @@ def _expand(content: str, base_dir: str, state: _Expansion, depth: int) -> str:
         if included is None:
             lines.append(SKIPPED)
             continue
+        if target in chain:
+            cycle = " → ".join((*chain[chain.index(target) :], target))
+            if cycle not in state.cycles:  # once: every other way into it says nothing more
+                state.cycles.add(cycle)
+                lines.append(CYCLE.format(chain=cycle))
+            continue
         if state.included_chars + len(included) > MAX_INCLUDED_CHARS:
             lines.append(TOO_LARGE)
             continue
         state.included_chars += len(included)
         state.use(target)
-        lines.append(_expand(included, posixpath.dirname(target), state, depth + 1))
+        lines.append(
+            _expand(included, posixpath.dirname(target), state, depth + 1, (*chain, target))
+        )
     return "\n".join(lines)
 
 
@@ -101,10 +114,10 @@ def resolve(*, files: dict[str, str], user_file: str | None) -> ResolvedInstruct
     for path in ROOT_FILES:
         if path in files:
             state.use(path)
-            sections.append(_expand(files[path], posixpath.dirname(path), state, 0))
+            sections.append(_expand(files[path], posixpath.dirname(path), state, 0, (path,)))
     if user_file is not None:
         state.use(USER_FILE_LABEL)
-        sections.append(_expand(user_file, "", state, 0))
+        sections.append(_expand(user_file, "", state, 0, (USER_FILE_LABEL,)))
     return ResolvedInstructions(text=SEPARATOR.join(sections), files=state.used)
 
 

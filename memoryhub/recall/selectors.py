@@ -4,13 +4,18 @@ session has already been shown."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from django.db.models import Q, QuerySet
+from django.db.models.functions import Substr
 from django.http import Http404
 
 from accounts.models import User
+from memoryhub.memories import markup
 from memoryhub.memories.kinds import Scope
+from memoryhub.memories.models import Memory
+from memoryhub.memories.selectors import memory_visible_q
 from memoryhub.recall.models import InstructionFile, RecallFile, RecallSeen, RecallSurfaced
 from memoryhub.sessions.models import AgentSession, SessionRecord
 from projects.models import Project
@@ -143,3 +148,81 @@ def surfaced_file_ids(*, session: AgentSession) -> set[int]:
     if boundary is not None:
         surfaced = surfaced.filter(created_at__gt=boundary)
     return set(surfaced.values_list("recall_file_id", flat=True))
+
+
+# Rows read per kind: a budget of 8,000 tokens holds a few hundred one-line entries at most.
+ENTRY_FETCH_LIMIT = 200
+
+
+# --- injection entries (the payloads' selection) -------------------------------------------
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(slots=True)
+class Entry:
+    pk: int
+    public_id: str
+    kind: str
+    importance: int
+    updated_at: datetime
+    content: str
+    complete: bool  # False: longer than what was read, so it cannot fit anyway
+
+    @property
+    def priority_key(self) -> tuple[int, int, int]:
+        """importance desc, updated_at desc, id desc: the database's order, exactly."""
+        return (-self.importance, *self.recency_key)
+
+    @property
+    def recency_key(self) -> tuple[int, int]:
+        micros = (self.updated_at - _EPOCH) // timedelta(microseconds=1)
+        return (-micros, -self.pk)
+
+
+def injection_entries(
+    access: ProjectAccess,
+    kinds: Sequence[str],
+    *,
+    max_chars: int,
+    min_importance: int | None = None,
+    newest_first: bool = False,
+    limit: int = ENTRY_FETCH_LIMIT,
+) -> list[Entry]:
+    """The caller's active memories of `kinds`, best first, at most `limit` per kind.
+
+    One indexed query per kind (each walks (project, status, kind, …) in order and stops at
+    `limit`), merged here; contents are read up to `max_chars` + 1 characters only.
+    """
+    order = ("-updated_at", "-id") if newest_first else ("-importance", "-updated_at", "-id")
+    entries: list[Entry] = []
+    for kind in kinds:
+        qs = Memory.objects.filter(
+            project=access.project, status=Memory.Status.ACTIVE, kind=kind
+        ).filter(memory_visible_q(user=access.actor.user))
+        if min_importance is not None:
+            qs = qs.filter(importance__gte=min_importance)
+        rows = (
+            qs.order_by(*order)
+            .annotate(snippet=Substr("content", 1, max_chars + 1))
+            .values_list("pk", "public_id", "kind", "importance", "updated_at", "snippet")[:limit]
+        )
+        entries.extend(
+            Entry(
+                pk=pk,
+                public_id=str(public_id),
+                kind=kind_,
+                importance=importance,
+                updated_at=updated_at,
+                content=snippet,
+                complete=len(snippet) <= max_chars,
+            )
+            for pk, public_id, kind_, importance, updated_at, snippet in (
+                # Length-preserving, so `complete` and every budget stay exact.
+                (*row[:5], markup.neutralize(row[5]))
+                for row in rows
+            )
+        )
+    entries.sort(key=(lambda e: e.recency_key) if newest_first else (lambda e: e.priority_key))
+    return entries

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
@@ -23,7 +23,7 @@ from memoryhub.core import redaction
 from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.core.services import audit_record
-from memoryhub.memories import markup
+from memoryhub.memories import markup, trees
 from memoryhub.memories.kinds import Scope
 from memoryhub.recall import keyword_hits, recall_files, selectors
 from memoryhub.recall.models import (
@@ -111,18 +111,7 @@ def instruction_file_delete(*, file: InstructionFile, actor: Actor) -> None:
     file.delete()
 
 
-@dataclass
-class BulkWriteResult:
-    """What a tree upload or a sync did, path by path."""
-
-    created: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.created or self.updated or self.deleted)
+BulkWriteResult = trees.TreeWriteResult
 
 
 @transaction.atomic
@@ -151,7 +140,6 @@ def instruction_tree_put(
         raise ValidationError(errors)
 
     now = timezone.now()
-    result = BulkWriteResult()
     stored = {
         f.path: f
         for f in InstructionFile.objects.select_for_update().filter(
@@ -159,10 +147,9 @@ def instruction_tree_put(
         )
     }
     changed: list[InstructionFile] = []
-    for path, content in sorted(tree.items()):
-        file = stored.get(path)
+
+    def put(path: str, content: str, file: InstructionFile | None) -> bool:
         if file is None:
-            result.created.append(path)
             _save_new(
                 InstructionFile(
                     project=project,
@@ -173,18 +160,20 @@ def instruction_tree_put(
                     updated_by=actor.user,
                 )
             )
-        elif file.content != content:
-            result.updated.append(path)
-            file.content, file.updated_at, file.updated_by = content, now, actor.user
-            changed.append(file)
-        else:
-            result.unchanged.append(path)
+            return True
+        if file.content == content:
+            return False
+        file.content, file.updated_at, file.updated_by = content, now, actor.user
+        changed.append(file)
+        return True
+
+    def delete(gone: Sequence[InstructionFile]) -> None:
+        InstructionFile.objects.filter(pk__in=[f.pk for f in gone]).delete()
+
+    result = trees.tree_replace(
+        stored=stored, wanted=tree, put=put, delete=delete if replace else None
+    )
     InstructionFile.objects.bulk_update(changed, ["content", "updated_at", "updated_by"])
-    if replace:
-        result.deleted = sorted(set(stored) - set(tree))
-        InstructionFile.objects.filter(
-            project=project, owner__isnull=True, path__in=result.deleted
-        ).delete()
     if result.changed:
         audit_record(
             actor=actor,
@@ -303,36 +292,38 @@ def recall_files_sync(
         )
     }
     now = timezone.now()
-    result = BulkWriteResult()
-    pending: list[tuple[RecallFile, bool]] = []
+    # Validate and apply every file in memory first: nothing is written when one is invalid.
+    applied: dict[str, tuple[RecallFile, bool]] = {}
     errors: dict[str, list[str]] = {}
-    seen: set[str] = set()
     for data in files:
         try:
             path = normalize_path(data.path)
-            if path in seen:
+            if path in applied:
                 raise ValidationError(f"Same file as another path ({path}).")
-            seen.add(path)
             file = stored.get(path) or RecallFile(
                 project=project, scope=scope, owner=owner, path=path
             )
-            if _apply(file, RecallFileInput(path, data.content, data.mtime), actor, now):
-                pending.append((file, file.pk is None))
-            else:
-                result.unchanged.append(path)
+            changed = _apply(file, RecallFileInput(path, data.content, data.mtime), actor, now)
+            applied[path] = (file, changed)
         except ValidationError as exc:
             errors[data.path] = exc.messages
     if errors:
         raise ValidationError(errors)
-    for file, created in pending:
-        (result.created if created else result.updated).append(file.path)
-        if created:
+
+    def put(path: str, item: tuple[RecallFile, bool], previous: RecallFile | None) -> bool:
+        file, changed = item
+        if previous is None:
             _save_new(file)
-        else:
+        elif changed:
             file.save(update_fields=RECALL_FILE_FIELDS)
-    if delete_missing:
-        result.deleted = sorted(set(stored) - seen)
-        RecallFile.objects.filter(pk__in=[stored[p].pk for p in result.deleted]).delete()
+        return changed
+
+    def delete(gone: Sequence[RecallFile]) -> None:
+        RecallFile.objects.filter(pk__in=[f.pk for f in gone]).delete()
+
+    result = trees.tree_replace(
+        stored=stored, wanted=applied, put=put, delete=delete if delete_missing else None
+    )
     if result.changed:
         audit_record(
             actor=actor,
@@ -348,6 +339,11 @@ def recall_files_sync(
             },
         )
     return result
+
+
+def recall_payload_mark_injected(*, session: AgentSession, memory_pks: Sequence[int]) -> None:
+    """An injection payload was handed to `session`: its memories count as seen (injected)."""
+    recall_seen_mark(session=session, memory_ids=memory_pks, reason=RecallSeen.Reason.INJECTED)
 
 
 # --- recall (POST /recall/) ------------------------------------------------------------------

@@ -20,14 +20,12 @@ rounded to 3 decimals, top k (≤ 20). With a session, the results are marked as
 
 from __future__ import annotations
 
-import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 from django.db.models import Q
 
-from memoryhub.memories import text
+from memoryhub.memories import similarity, text
 from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory, MemoryTerm
 from memoryhub.memories.selectors import memory_visible_q
@@ -43,30 +41,6 @@ PER_TERM = 200
 CANDIDATE_POOL = 500
 EXCLUDED_KINDS = frozenset({Kind.SOUL, Kind.USER})
 CANDIDATE_KINDS = tuple(kind for kind in Kind.values if kind not in EXCLUDED_KINDS)
-
-_MEOW_TOKEN = re.compile(r"[\u3400-\u9fff]+|[a-zA-Z0-9]+")
-
-
-def meow_tokenize(text: str) -> list[str]:
-    """meow-memory's tokenize (§5.2): every adjacent pair in a run of two or more Han
-    characters, each ASCII [a-zA-Z0-9]+ run lower-cased; everything else separates."""
-    tokens: list[str] = []
-    for run in _MEOW_TOKEN.findall(text):
-        if "\u3400" <= run[0] <= "\u9fff":
-            tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
-        else:
-            tokens.append(run.lower())
-    return tokens
-
-
-def cosine(a: Counter[str], b: Counter[str]) -> float:
-    if not a or not b:
-        return 0.0
-    dot = sum(count * b[term] for term, count in a.items() if term in b)
-    if not dot:
-        return 0.0
-    norm = math.sqrt(sum(c * c for c in a.values())) * math.sqrt(sum(c * c for c in b.values()))
-    return dot / norm
 
 
 def surface(memory: Memory) -> str:
@@ -119,10 +93,12 @@ def find_similar(
         candidates = candidates.exclude(
             Q(source_session=session.external_id) | Q(source_session=str(session.public_id))
         )
-    target_vector = Counter(meow_tokenize(target.content))
+    target_vector = Counter(similarity.meow_tokens(target.content))
     scored = []
     for memory in candidates:
-        score = cosine(target_vector, Counter(meow_tokenize(surface(memory))))
+        score = similarity.vector_cosine(
+            target_vector, Counter(similarity.meow_tokens(surface(memory)))
+        )
         if score > 0:
             scored.append((score, memory))
     scored.sort(key=lambda pair: (-pair[0], pair[1].created_at, pair[1].pk))

@@ -40,6 +40,13 @@ def _visibility_lookup(keyword: str, memory_module: bool) -> bool:
     return memory_module and parts[0] in _VISIBILITY_FIELDS
 
 
+_FILE_MODELS = {"RecallFile", "InstructionFile"}
+
+
+def _mentions(tree: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(tree))
+
+
 # Calls that filter a queryset (q: the local Q-with-prefix helpers some modules had).
 _FILTERS = {"filter", "exclude", "get", "Q", "q"}
 
@@ -59,8 +66,18 @@ def visibility_filters_outside_selectors(root: Path = ROOT) -> list[str]:
         if rel == "memoryhub/memories/selectors.py":
             continue
         memory_module = _imports_memory(tree)
+        # Recall files and instruction files have a scope and an owner of their own.
+        other_models = {
+            id(call)
+            for func in ast.walk(tree)
+            if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef)
+            and _mentions(func, _FILE_MODELS)
+            for call in ast.walk(func)
+        }
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call) or _callee(node) not in _FILTERS:
+                continue
+            if id(node) in other_models and not _mentions(node, {"Memory", "MemoryTerm"}):
                 continue
             for keyword in node.keywords:
                 if keyword.arg and _visibility_lookup(keyword.arg, memory_module):
@@ -165,10 +182,6 @@ def test_the_write_guard_sees_direct_writes() -> None:
 # --- one "seen since the last compaction" rule, one seen-set write ----------------------------
 
 _SEEN_MODELS = {"RecallSeen", "RecallSurfaced"}
-
-
-def _mentions(tree: ast.Module, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(tree))
 
 
 def seen_rules_outside_recall(root: Path = ROOT) -> list[str]:

@@ -88,19 +88,19 @@ written.
 Use ruff.
 
 # autoMemory
-### 用户偏好
+### User preferences
 - Prefers short answers.
 - Answer in the user's language.
-### 纠正反馈
+### Feedback and corrections
 - Do not add emojis to commit messages.
 
-### 项目知识
+### Project knowledge
 - Never force-push to main.
 - Alpha is a team memory server.
 - Run migrations after switching branches.
 - The CI runs on PostgreSQL 16.
 - Prefer small pull requests.
-### 参考资料
+### References
 - API docs: https://docs.example.com/api
 
 # currentDate
@@ -144,7 +144,7 @@ def test_mewcode_omits_empty_sections_and_injects_nothing_for_an_empty_bank(
     assert payload(alice_client, profile="mewcode")["text"] == (
         "<memoryhub-context>\n<system-reminder>\n"
         "As you answer the user's questions, you can use the following context:\n"
-        "# autoMemory\n### 参考资料\n- Docs live in docs/.\n\n"
+        "# autoMemory\n### References\n- Docs live in docs/.\n\n"
         "# currentDate\nToday's date is 2026-03-01.\n\n"
         "      IMPORTANT: this context may or may not be relevant to your tasks. You should not "
         "respond to this context unless it is highly relevant to your task.\n</system-reminder>\n"
@@ -175,6 +175,22 @@ repository evidence that backs it.
 5. When memory disagrees with the repository or the user, the memory is stale: follow the facts \
 and correct the memory so it is regenerated.
 6. Memory alone never proves anything: check it before you rely on it."""
+
+
+def test_mewcode_headings_follow_the_memories_language(
+    alice_client: APIClient, no_instructions: None
+) -> None:
+    """Issue 9 (behaviour change): English memories got MewCode's Chinese headings. The
+    fixture bank above is English, so MEWCODE_EXPECTED now has English headings; a mostly
+    Chinese bank keeps MewCode's own."""
+    add(alice_client, "回答时使用用户的语言。", "user", 0)
+    add(alice_client, "提交信息不要加表情。", "feedback", 1)
+    add(alice_client, "部署前先运行数据库迁移。", "fact", 2)
+    add(alice_client, "API docs: https://docs.example.com/api", "reference", 3)
+    body = text(alice_client, profile="mewcode")
+    for heading in ("### 用户偏好", "### 纠正反馈", "### 项目知识", "### 参考资料"):
+        assert heading in body
+    assert "### User preferences" not in body
 
 
 def test_omp_profile_is_the_memory_guidance_read_path(
@@ -324,6 +340,22 @@ def test_default_profile_combines_everything_in_priority_order(
         bank[k]
         for k in ["user", "feedback", "soul", "rule3", "overview", "reference", "lesson", "fact"]
     ]
+
+
+def test_default_lists_a_memory_the_summary_states_only_once(
+    alice_client: APIClient, bank: dict[str, str], no_instructions: None
+) -> None:
+    """Issue 9: the offline summary repeats the most important memories, and the default
+    payload listed them again in its own sections."""
+    summary = (
+        "Most important:\n- Never force-push to main. (importance 3)\n- Prefers short answers."
+    )
+    alice_client.put(P + "artifacts/memory_summary.md", {"content": summary}, format="json")
+    body = payload(alice_client)
+    assert body["text"].count("Never force-push to main.") == 1
+    assert body["text"].count("Prefers short answers.") == 1
+    assert body["text"].count("Alpha is a team memory server.") == 1
+    assert bank["rule3"] not in body["memory_ids"] and bank["overview"] in body["memory_ids"]
 
 
 def test_default_budget_drops_lowest_priority_first(

@@ -130,9 +130,38 @@ def test_a_chain_of_six_includes_stops_at_depth_five() -> None:
     assert "level 6" not in text
 
 
-def test_a_file_that_includes_itself_ends_at_the_depth_limit() -> None:
+def test_an_include_cycle_is_cut_and_reported_once() -> None:
+    """Issue 9 (behaviour change): MewCode copies a cycle up to the depth limit, which put three
+    copies and 21 comment lines into every payload. The cycle is cut where it closes and
+    reported once, however many ways lead into it."""
     files = {"MEWCODE.md": "x\n@include MEWCODE.md"}
-    assert resolve(files=files, user_file=None).text == "x\n" * 5 + "x\n@include MEWCODE.md"
+    assert resolve(files=files, user_file=None).text == (
+        "x\n<!-- @include skipped: cycle MEWCODE.md → MEWCODE.md -->"
+    )
+    files = {
+        "MEWCODE.md": "root\n@include a.md\n@include b.md",
+        "a.md": "A\n@include b.md",
+        "b.md": "B\n@include a.md",
+        ".mewcode/MEWCODE.md": "@include a.md",
+    }
+    text = resolve(files=files, user_file="@include a.md").text
+    # a → b → a and b → a → b, once each; repeated (acyclic) includes still expand.
+    assert text == "\n".join(
+        [
+            "root",
+            "A",
+            "B",
+            "<!-- @include skipped: cycle a.md → b.md → a.md -->",
+            "B",
+            "A",
+            "<!-- @include skipped: cycle b.md → a.md → b.md -->",
+            "---",
+            "<!-- @include skipped: file not found -->",  # .mewcode/a.md
+            "---",
+            "A",
+            "B",
+        ]
+    )
 
 
 def test_only_an_include_on_its_own_line_counts() -> None:

@@ -6,9 +6,10 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
+from memoryhub.memories.similarity import meow_tokens as meow_tokenize
+from memoryhub.memories.similarity import vector_cosine as cosine
 from memoryhub.memories.text import tokenize
 from memoryhub.recall.models import RecallSeen
-from memoryhub.recall.similar import cosine, meow_tokenize
 from tests.recall.memories import add_memory
 
 P = "/api/v1/projects/alpha/"

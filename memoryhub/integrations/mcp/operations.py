@@ -27,7 +27,6 @@ from memoryhub.memories import services as memory_services
 from memoryhub.memories.api import MemoryDetailApi, MemoryInputSerializer, MemoryOutputSerializer
 from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory
-from memoryhub.pipeline import dispatch, tasks
 from memoryhub.pipeline.dream import schedule
 from memoryhub.pipeline.dream import selectors as dream_selectors
 from memoryhub.recall import injection, panorama, search, similar
@@ -294,7 +293,6 @@ def memory_dream(caller: Caller, project: str | None, session_id: str | None) ->
     )
     with transaction.atomic():
         job = schedule.dream_request(project=access.project, session=window, actor=access.actor)
-        dispatch.send(tasks.dream_run, job.pk)  # on commit
     return Outcome(
         text=f"Dream of session {window.external_id} queued (job {job.pk}, {job.status}).",
         data={"job": job.pk, "status": job.status, "session": window.external_id},

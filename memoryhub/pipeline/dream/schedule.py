@@ -33,7 +33,7 @@ from accounts.actors import Actor
 from memoryhub.core.exceptions import Conflict
 from memoryhub.core.services import audit_record
 from memoryhub.memories.models import Memory
-from memoryhub.pipeline import jobs
+from memoryhub.pipeline import jobs, tasks
 from memoryhub.pipeline.conf import MINUTES_PER_DAY, PipelineConfig, parse_window, pipeline_config
 from memoryhub.pipeline.models import Job
 from memoryhub.sessions.models import AgentSession
@@ -154,9 +154,12 @@ def dream_enqueue_due(*, project: Project, now: datetime | None = None) -> int |
 
 
 @transaction.atomic
-def dream_request(*, project: Project, session: AgentSession, actor: Actor) -> Job:
+def dream_request(
+    *, project: Project, session: AgentSession, actor: Actor, enqueue: bool = True
+) -> Job:
     """The manual trigger: make the window's dream claimable now (bypassing idle time,
-    suppression, cooldown and spent attempts) unless one holds a live lease (Conflict)."""
+    suppression, cooldown and spent attempts) unless one holds a live lease (Conflict), and
+    send it to a worker on commit (enqueue=False: the caller runs it here)."""
     config = pipeline_config(project.settings)
     now = timezone.now()
     newest = _newest_outputs(project, [session], session.created_at).get(session.external_id)
@@ -188,4 +191,6 @@ def dream_request(*, project: Project, session: AgentSession, actor: Actor) -> J
         target_id=session.public_id,
     )
     job.refresh_from_db()
+    if enqueue:
+        tasks.send_on_commit(tasks.dream_run, job.pk)
     return job

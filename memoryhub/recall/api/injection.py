@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.recall import injection
+from memoryhub.recall import injection, services
 from memoryhub.sessions.selectors import session_get
 from projects.selectors import project_access
 
@@ -128,7 +128,9 @@ class InjectionApi(APIView):
             response = HttpResponseNotModified()
         else:
             if session is not None:
-                injection.mark_injected(session=session, payload=payload)
+                services.recall_payload_mark_injected(
+                    session=session, memory_pks=payload.memory_pks
+                )
             response = HttpResponse(body, content_type=content_type)
         response["ETag"] = etag
         # Per caller (user memories, instructions): private, and revalidated every time.

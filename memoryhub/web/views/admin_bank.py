@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.selectors import worker_status
 from memoryhub.llm import selectors as llm_selectors
-from memoryhub.pipeline import dispatch, selectors, services, tasks
+from memoryhub.pipeline import selectors, services
 from memoryhub.pipeline.dream import schedule
 from memoryhub.pipeline.dream import selectors as dream_selectors
 from memoryhub.pipeline.models import Job
@@ -89,8 +89,7 @@ def rebuild_progress(request: HttpRequest, access: ProjectAccess) -> HttpRespons
 @require_POST
 @project_view(Role.MAINTAINER)
 def bank_enqueue(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
-    services.bank_enqueue(project=access.project, actor=access.actor)
-    sent = dispatch.scan_project(access.project)
+    sent = services.bank_enqueue(project=access.project, actor=access.actor)
     messages.success(
         request,
         _(
@@ -107,11 +106,10 @@ def bank_enqueue(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
 def bank_dream(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     try:
         session = dream_selectors.latest_window(project=access.project)
-        job = schedule.dream_request(project=access.project, session=session, actor=access.actor)
+        schedule.dream_request(project=access.project, session=session, actor=access.actor)
     except (ApplicationError, Http404) as exc:
         messages.error(request, getattr(exc, "message", None) or str(exc))
     else:
-        dispatch.send(tasks.dream_run, job.pk)
         messages.success(request, _("A dream about the latest session is queued."))
     return redirect("web:bank", slug=access.project.slug)
 
@@ -152,7 +150,6 @@ def bank_rebuild(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
         except ApplicationError as exc:
             service_errors(form, exc, "confirm")
         else:
-            dispatch.send(tasks.rebuild_run, job.pk)
             if is_htmx(request):
                 return render(
                     request,

@@ -21,7 +21,6 @@ from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.memories.models import Memory
 from memoryhub.memories.selectors import memory_visible
-from memoryhub.pipeline import dispatch, tasks
 from memoryhub.pipeline import selectors as pipeline_selectors
 from memoryhub.pipeline import services as pipeline_services
 from memoryhub.pipeline.models import Job
@@ -284,8 +283,6 @@ def session_extract(request: HttpRequest, access: ProjectAccess, ref: str) -> Ht
         job = pipeline_selectors.stage1_jobs(
             project=access.project, session_ids=[str(session.public_id)]
         ).get(str(session.public_id))
-    else:
-        dispatch.send(tasks.stage1_run, job.pk)
     if is_htmx(request):
         return render(
             request,

@@ -7,7 +7,6 @@ from django.http import Http404
 
 from accounts.actors import Actor
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.pipeline import dispatch, tasks
 from memoryhub.pipeline.dream import runner, schedule, selectors
 from memoryhub.pipeline.management.commands._bank import project_by_slug
 
@@ -32,12 +31,14 @@ class Command(BaseCommand):
                 else selectors.latest_window(project=project)
             )
             job = schedule.dream_request(
-                project=project, session=session, actor=Actor.for_system("cli")
+                project=project,
+                session=session,
+                actor=Actor.for_system("cli"),
+                enqueue=not options["now"],
             )
         except (ApplicationError, Http404) as exc:
             raise CommandError(str(exc)) from exc
         if not options["now"]:
-            dispatch.send(tasks.dream_run, job.pk)
             return f"Dream of {session.external_id} queued (job {job.pk}); see bank/dream/."
         outcome = runner.dream_run(job_id=job.pk)
         job.refresh_from_db()

@@ -4,7 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryhub.pipeline import dispatch, services
+from accounts.actors import Actor
+from memoryhub.pipeline import services
 from memoryhub.pipeline.management.commands._bank import project_by_slug
 
 
@@ -16,6 +17,5 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> str:
         project = project_by_slug(options["slug"])
-        services.consolidation_mark_dirty(project=project)
-        sent = dispatch.scan_project(project)
+        sent = services.bank_enqueue(project=project, actor=Actor.for_system("cli"))
         return f"Enqueued {sent['stage1']} extraction(s) and {sent['consolidate']} consolidation."

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.actors import Actor
 from memoryhub.core.exceptions import ApplicationError
-from memoryhub.pipeline import dispatch, services, tasks
+from memoryhub.pipeline import services
 from memoryhub.pipeline.management.commands._bank import project_by_slug
 
 
@@ -31,5 +31,4 @@ class Command(BaseCommand):
             outcome = services.rebuild_run(job_id=job.pk)
             job.refresh_from_db()
             return f"Rebuild {outcome}: {job.detail or job.last_error}"
-        dispatch.send(tasks.rebuild_run, job.pk)
         return f"Rebuild queued (job {job.pk}); follow it with bank_stats or the API."
