@@ -49,6 +49,18 @@ def consolidate_key(project: Project) -> str:
 # --- Scanning: what is due -----------------------------------------------------------------
 
 
+def stage1_job_ensure(*, session: AgentSession, config: PipelineConfig) -> Job:
+    """The session's stage-1 job, due up to its current record count (ensure-style)."""
+    return jobs.ensure(
+        kind=Job.Kind.STAGE1,
+        key=str(session.public_id),
+        project=session.project,
+        watermark=session.record_count,
+        session_id=session.pk,
+        retries=config.retries,
+    )
+
+
 def stage1_enqueue_due(*, project: Project, now: Any = None) -> list[int]:
     """Ensure a stage-1 job for every due session of the project; return claimable job ids.
 
@@ -71,14 +83,7 @@ def stage1_enqueue_due(*, project: Project, now: Any = None) -> list[int]:
         .order_by("-last_active_at")[: config.thread_scan_limit]
     )
     for session in sessions:
-        jobs.ensure(
-            kind=Job.Kind.STAGE1,
-            key=str(session.public_id),
-            project=project,
-            watermark=session.record_count,
-            session_id=session.pk,
-            retries=config.retries,
-        )
+        stage1_job_ensure(session=session, config=config)
     due = Job.objects.filter(jobs.claimable(), project=project, kind=Job.Kind.STAGE1)
     # stage1_concurrency: extractions of one project running at once (live leases count).
     running = Job.objects.filter(
@@ -515,14 +520,7 @@ def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
     extracted = kept = 0
     found: set[int] = set()
     for done, session in enumerate(sessions, 1):
-        stage1 = jobs.ensure(
-            kind=Job.Kind.STAGE1,
-            key=str(session.public_id),
-            project=project,
-            watermark=session.record_count,
-            session_id=session.pk,
-            retries=config.retries,
-        )
+        stage1 = stage1_job_ensure(session=session, config=config)
         if stage1_run(job_id=stage1.pk, follow_up=False) == "done":
             extracted += 1
             stage1.refresh_from_db(fields=["detail"])
@@ -571,14 +569,7 @@ def stage1_request(*, project: Project, session: AgentSession, actor: Actor) -> 
     if session.record_count == 0:
         raise ApplicationError("This session has no records to extract.")
     config = pipeline_config(project.settings)
-    job = jobs.ensure(
-        kind=Job.Kind.STAGE1,
-        key=str(session.public_id),
-        project=project,
-        watermark=session.record_count,
-        session_id=session.pk,
-        retries=config.retries,
-    )
+    job = stage1_job_ensure(session=session, config=config)
     if job.success_watermark >= session.record_count:
         raise ApplicationError(
             f"Already extracted up to record {job.success_watermark}; nothing new to extract."
@@ -625,14 +616,7 @@ def stage1_ensure_session(*, session: AgentSession, rewind_to: int | None = None
     only the changed tail is extracted again (memory_remember merges what is already known).
     """
     config = pipeline_config(session.project.settings)
-    job = jobs.ensure(
-        kind=Job.Kind.STAGE1,
-        key=str(session.public_id),
-        project=session.project,
-        watermark=session.record_count,
-        session_id=session.pk,
-        retries=config.retries,
-    )
+    job = stage1_job_ensure(session=session, config=config)
     if rewind_to is not None:
         Job.objects.filter(pk=job.pk).update(
             success_watermark=Least(F("success_watermark"), rewind_to),
