@@ -24,7 +24,7 @@ from memoryhub.memories.models import Memory
 from memoryhub.pipeline.models import Job
 from projects.models import Project
 from tests.pipeline.test_pipeline_e2e import TRANSCRIPT
-from tests.reliability.servers import ROOT, free_port, gunicorn
+from tests.reliability.servers import ROOT, free_port, gunicorn, stop_group
 from tests.worker import database_url_of_test_db, wait_for
 
 REDIS = shutil.which("redis-server")
@@ -102,13 +102,7 @@ def worker(env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield proc
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
 
 
 @pytest.mark.worker
