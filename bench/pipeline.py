@@ -75,10 +75,11 @@ WORKER_READY_TIMEOUT_S = 90
 # Above this share of the machine's CPU time used by other programs, a row gets a warning.
 CONTENDED_SHARE = 0.10
 TICKS = os.sysconf("SC_CLK_TCK")
-# memoryhub.pipeline.conf's max_rollouts_per_scan: one scan (beat's, every PIPELINE_SCAN_SECONDS
-# = 60 s, or an enqueue) dispatches at most this many stage-1 jobs per project. Measured
-# projects with more sessions get it raised, so that the workers, not the scan, set the pace.
-DEFAULT_ROLLOUTS_PER_SCAN = 64
+# memoryhub.pipeline.conf's stage1_max_sessions_per_scan: one scan (beat's, every
+# PIPELINE_SCAN_SECONDS = 60 s, or an enqueue) dispatches at most this many stage-1 jobs per
+# project. Measured projects with more sessions get it raised, so that the workers, not the
+# scan, set the pace.
+DEFAULT_SESSIONS_PER_SCAN = 64
 
 
 # --- The fake LLM --------------------------------------------------------------------------
@@ -139,7 +140,7 @@ def typed_reply(user: str) -> dict[str, Any]:
     return {"memories": memories}
 
 
-def rollout_reply(user: str) -> dict[str, Any]:
+def stage1_output_reply(user: str) -> dict[str, Any]:
     thread = re.search(r"^thread_id: (.*)$", user, re.MULTILINE)
     thread_id = thread.group(1).strip() if thread else "session"
     texts = [_one_line(t, 200) for t in _json_strings(_ROLLOUT_USER_ITEM, user)]
@@ -157,7 +158,7 @@ def rollout_reply(user: str) -> dict[str, Any]:
     }
 
 
-def consolidation_reply(user: str) -> dict[str, Any]:
+def stage2_reply(user: str) -> dict[str, Any]:
     bullets = list(dict.fromkeys(re.findall(r"^- (.+)$", user, re.MULTILINE)))
     sessions = re.findall(r"^## (\S+)$", user, re.MULTILINE)
     body = "\n".join(f"- {b}" for b in bullets[:150])
@@ -179,15 +180,19 @@ def purpose_of(messages: Sequence[Any]) -> str:
         "",
     )
     if '{"memories": [...]}' in system:
-        return "typed"
+        return "stage1_memories"
     if "rollout_summary" in system:
-        return "rollout"
+        return "stage1_output"
     if "memory_md" in system:
-        return "consolidation"
+        return "stage2"
     return "unknown"
 
 
-REPLIES = {"typed": typed_reply, "rollout": rollout_reply, "consolidation": consolidation_reply}
+REPLIES = {
+    "stage1_memories": typed_reply,
+    "stage1_output": stage1_output_reply,
+    "stage2": stage2_reply,
+}
 
 
 class PipelineFakeLlm(FakeLlm):
@@ -538,11 +543,11 @@ def stage1_state(conn: psycopg.Connection[Any], project_id: int) -> tuple[int, i
     return int(total), int(open_), float(last) if last is not None else None
 
 
-def consolidate_state(conn: psycopg.Connection[Any], project_id: int) -> dict[str, Any] | None:
+def stage2_state(conn: psycopg.Connection[Any], project_id: int) -> dict[str, Any] | None:
     row = conn.execute(
         "SELECT status, input_watermark, success_watermark, extract(epoch FROM started_at), "
         "extract(epoch FROM finished_at), detail, last_error FROM pipeline_job "
-        "WHERE project_id = %s AND kind = 'consolidate'",
+        "WHERE project_id = %s AND kind = 'stage2'",
         (project_id,),
     ).fetchone()
     if row is None:
@@ -580,7 +585,7 @@ def settle(ctx: Context, project_id: int, queue: str) -> None:
             "SELECT count(*) FROM pipeline_job WHERE project_id = %s AND status = 'running'",
             project_id,
         )[0]
-        key = (consolidate_state(ctx.conn, project_id), running, ctx.broker.depth(queue))
+        key = (stage2_state(ctx.conn, project_id), running, ctx.broker.depth(queue))
         if key != last[0]:
             last[0], last[1] = key, time.monotonic()
             return False
@@ -627,8 +632,8 @@ def run_stage1(
 def new_project(ctx: Context, api: h.Api, slug: str, sessions: int) -> int:
     """A project whose one scan dispatches all `sessions` (default knobs otherwise)."""
     body: dict[str, Any] = {"slug": slug, "name": slug}
-    if sessions > DEFAULT_ROLLOUTS_PER_SCAN:
-        body["settings"] = {"pipeline": {"max_rollouts_per_scan": sessions}}
+    if sessions > DEFAULT_SESSIONS_PER_SCAN:
+        body["settings"] = {"pipeline": {"stage1_max_sessions_per_scan": sessions}}
     api.call("POST", "projects/", 201, json=body)
     (project_id,) = _row(ctx.conn, "SELECT id FROM projects_project WHERE slug = %s", slug)
     return int(project_id)
@@ -703,7 +708,7 @@ def bench_config(
             _row(
                 ctx.conn,
                 "SELECT count(*) FROM llm_llmcall WHERE project_id = %s "
-                "AND purpose = 'consolidation' AND created_at <= to_timestamp(%s)",
+                "AND purpose = 'stage2' AND created_at <= to_timestamp(%s)",
                 project_id,
                 last_finished,
             )[0]
@@ -734,7 +739,7 @@ def bench_config(
 
         # After stage 1: did the consolidation that the last stage-1 jobs asked for run?
         settle(ctx, project_id, queue)
-        state = consolidate_state(ctx.conn, project_id)
+        state = stage2_state(ctx.conn, project_id)
         assert state is not None
         result.left_for_beat = state["input"] > state["success"] and state["status"] != "failed"
         if not result.left_for_beat and state["finished"] is not None:
@@ -743,11 +748,11 @@ def bench_config(
         # Stage 2 on its own: one consolidation over all stage-1 outputs.
         t2 = time.time()
         enqueued, _ = api.call("POST", f"projects/{slug}/bank/enqueue/", 202)
-        if enqueued.json()["consolidate"] != 1:
+        if enqueued.json()["stage2"] != 1:
             raise h.BenchError(f"the second enqueue sent no consolidation: {enqueued.text}")
 
         def consolidated() -> bool:
-            s = consolidate_state(ctx.conn, project_id)
+            s = stage2_state(ctx.conn, project_id)
             return bool(
                 s
                 and s["status"] in ("done", "error", "failed")
@@ -756,7 +761,7 @@ def bench_config(
             )
 
         wait_until("stage 2", STAGE2_TIMEOUT_S, consolidated)
-        state = consolidate_state(ctx.conn, project_id)
+        state = stage2_state(ctx.conn, project_id)
         assert state is not None and state["finished"] is not None
         if state["status"] == "done":
             result.stage2_s = state["finished"] - t2
@@ -859,14 +864,15 @@ def render(
     out += [
         "",
         "Stage-1 wall: from POST …/bank/enqueue/ to the last stage-1 job's finished_at. Stage-2: "
-        "a second enqueue after stage 1 settled, to the consolidation job's finished_at (one "
+        "a second enqueue after stage 1 settled, to the stage-2 job's finished_at (one "
         "run over every session's stage-1 output). Memories: rows in the project (active + "
         "stale…); failures: jobs in error/failed or that used a retry. Each configuration has "
         "fresh workers, warmed up on 2 × workers sessions of another project first. Projects "
-        f"with more than {DEFAULT_ROLLOUTS_PER_SCAN} sessions get pipeline.max_rollouts_per_scan "
+        f"with more than {DEFAULT_SESSIONS_PER_SCAN} sessions get "
+        "pipeline.stage1_max_sessions_per_scan "
         "raised to their session count so that one scan dispatches them all: with the default "
-        f"({DEFAULT_ROLLOUTS_PER_SCAN} per scan, beat scanning every 60 s) a project's stage 1 "
-        f"cannot exceed {DEFAULT_ROLLOUTS_PER_SCAN} sessions/min whatever the workers do.",
+        f"({DEFAULT_SESSIONS_PER_SCAN} per scan, beat scanning every 60 s) a project's stage 1 "
+        f"cannot exceed {DEFAULT_SESSIONS_PER_SCAN} sessions/min whatever the workers do.",
         "",
         "What the time went to during stage 1 (CPU seconds as a share of wall × nproc; Postgres: "
         "the whole server, reaped backends included; others: the rest of the machine; busy "

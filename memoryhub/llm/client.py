@@ -61,7 +61,7 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)
 
 @dataclass
 class LlmRequest:
-    purpose: str  # "compaction", "extraction", "consolidation", "recall_select", …
+    purpose: str  # "compaction", "stage1_memories", "stage2", "recall_select", …
     messages: list[dict[str, str]]  # [{"role": "system"|"user"|"assistant", "content": str}]
     # The deterministic answer the offline provider returns, computed by the caller's domain
     # code; called only when the provider is offline.

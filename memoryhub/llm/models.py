@@ -23,7 +23,7 @@ class LlmCall(models.Model):
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
-    purpose = models.CharField(max_length=64)  # "compaction", "extraction", "recall_select", …
+    purpose = models.CharField(max_length=64)  # "compaction", "stage1_memories", "recall_select", …
     role = models.CharField(max_length=16)  # the requested role: "default" | "smol"
     # Empty when the project's LLM settings were invalid, so no provider was chosen.
     provider = models.CharField(max_length=16, blank=True)

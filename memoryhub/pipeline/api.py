@@ -85,14 +85,14 @@ class BankEnqueueApi(APIView):
                 "BankEnqueued",
                 {
                     "stage1": serializers.IntegerField(),
-                    "consolidate": serializers.IntegerField(),
+                    "stage2": serializers.IntegerField(),
                     "dream": serializers.IntegerField(),
                 },
             )
         },
     )
     def post(self, request: Request, slug: str) -> Response:
-        """Mark consolidation dirty and send all due work to the workers now."""
+        """Mark stage 2 dirty and send all due work to the workers now."""
         access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER)
         sent = services.bank_enqueue(project=access.project, actor=access.actor)
         return Response(sent, status=status.HTTP_202_ACCEPTED)

@@ -1,6 +1,10 @@
 """oh-my-pi's pipeline knobs (seed-algorithms §3.1) and meow-memory's dream schedule (§5.9)
 with their defaults, overridable per project in project.settings["pipeline"];
-`review_required` lives at the top of the settings."""
+`review_required` lives at the top of the settings.
+
+The knobs are named after our stages, not oh-my-pi's words (its phase 1 / phase 2, "rollout" for a
+session, "global" for stage 2): RENAMED lists the seed's names, which a saved setting may no
+longer use (400 naming the new key); migration pipeline 0004 renamed stored values."""
 
 from __future__ import annotations
 
@@ -13,19 +17,19 @@ from memoryhub.core.exceptions import ApplicationError
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    max_rollouts_per_scan: int = 64
-    max_rollout_age_days: int = 30
-    min_rollout_idle_hours: int = 12
-    thread_scan_limit: int = 300
-    max_raw_memories_for_global: int = 200
+    stage1_max_sessions_per_scan: int = 64
+    stage1_max_session_age_days: int = 30
+    stage1_min_session_idle_hours: int = 12
+    session_scan_limit: int = 300  # newest sessions looked at per scan (stage 1 and dream)
+    stage2_max_raw_memories: int = 200  # stage-1 outputs per stage 2 (memories per dream round)
     stage1_concurrency: int = 8
     stage1_lease_seconds: int = 120
     stage1_retry_delay_seconds: int = 120
-    phase2_lease_seconds: int = 180
-    phase2_retry_delay_seconds: int = 180
-    phase2_heartbeat_seconds: int = 30
-    rollout_payload_percent: float = 0.7
-    phase1_input_token_limit: int = 4_000
+    stage2_lease_seconds: int = 180
+    stage2_retry_delay_seconds: int = 180
+    stage2_heartbeat_seconds: int = 30
+    stage1_payload_percent: float = 0.7
+    stage1_input_token_limit: int = 4_000
     fallback_token_limit: int = 16_000
     retries: int = 3
     context_window: int = 128_000  # of the extraction model; bounds the stage-1 payload
@@ -43,6 +47,19 @@ class PipelineConfig:
 
 # Knobs that belong to the app that uses them (migration pipeline 0003 moved stored values).
 MOVED = {"summary_injection_token_limit": "recall.summary_injection_token_limit"}
+# oh-my-pi's names of our knobs (migration pipeline 0004 renamed stored values).
+RENAMED = {
+    "max_rollouts_per_scan": "stage1_max_sessions_per_scan",
+    "max_rollout_age_days": "stage1_max_session_age_days",
+    "min_rollout_idle_hours": "stage1_min_session_idle_hours",
+    "thread_scan_limit": "session_scan_limit",
+    "max_raw_memories_for_global": "stage2_max_raw_memories",
+    "phase2_lease_seconds": "stage2_lease_seconds",
+    "phase2_retry_delay_seconds": "stage2_retry_delay_seconds",
+    "phase2_heartbeat_seconds": "stage2_heartbeat_seconds",
+    "rollout_payload_percent": "stage1_payload_percent",
+    "phase1_input_token_limit": "stage1_input_token_limit",
+}
 
 
 def pipeline_config(project_settings: dict[str, Any]) -> PipelineConfig:
@@ -54,6 +71,8 @@ def pipeline_config(project_settings: dict[str, Any]) -> PipelineConfig:
     for name, value in overrides.items():
         if name in MOVED:
             raise ApplicationError(f"pipeline.{name} is now {MOVED[name]}.")
+        if name in RENAMED:
+            raise ApplicationError(f"pipeline.{name} is now pipeline.{RENAMED[name]}.")
         if name not in known:
             raise ApplicationError(f"Unknown pipeline setting {name!r}.")
         if name == "dream_suppress_windows":
@@ -61,7 +80,7 @@ def pipeline_config(project_settings: dict[str, Any]) -> PipelineConfig:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise ApplicationError(f"pipeline.{name} must be a non-negative number.")
-        values[name] = float(value) if name == "rollout_payload_percent" else int(value)
+        values[name] = float(value) if name == "stage1_payload_percent" else int(value)
     config = PipelineConfig(**values)
     _check_dream(config)
     return config

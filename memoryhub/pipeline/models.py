@@ -14,7 +14,7 @@ class Job(models.Model):
 
     class Kind(models.TextChoices):
         STAGE1 = "stage1"  # key: the session's public id
-        CONSOLIDATE = "consolidate"  # key: "project:<id>"
+        STAGE2 = "stage2"  # key: "project:<id>"
         REBUILD = "rebuild"  # key: "project:<id>"
         DREAM = "dream"  # key: "session:<public id>"
 

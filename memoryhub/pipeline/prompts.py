@@ -2,7 +2,7 @@
 
 The wording is ours; the contracts are the seeds':
 
-* `stage1_rollout_messages` / `validate_rollout`: oh-my-pi's stage one (seed-algorithms §3.3).
+* `stage1_output_messages` / `validate_stage1_output`: oh-my-pi's stage one (seed-algorithms §3.3).
   Input = the session's messages (system, user, assistant) plus tool results of 1 to 32,000
   characters, JSON-serialised and cut to `min(4,000, floor(0.7 × context window))` tokens at
   4 characters per token (the head 60 % + "\\n\\n...[truncated]...\\n\\n" + the tail 40 %).
@@ -58,7 +58,7 @@ TRUNCATION_MARKER = markup.TRUNCATION_MARKER
 SLUG_MAX_CHARS = 64
 EXISTING_MAX = 100
 EXISTING_ENTRY_CHARS = 300
-ROLLOUT_KEYS = ("rollout_summary", "rollout_slug", "raw_memory")
+STAGE1_OUTPUT_KEYS = ("rollout_summary", "rollout_slug", "raw_memory")
 
 
 # --- budgets ------------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def truncate_by_approx_tokens(text: str, token_limit: int) -> str:
 # --- the session as JSON items --------------------------------------------------------------------
 
 
-def rollout_items(
+def session_items(
     records: Sequence[SourceRecord], *, with_index: bool = False
 ) -> list[dict[str, Any]]:
     """The persistable items of a session, in order: system, user and assistant messages, and
@@ -145,11 +145,11 @@ def rollout_items(
 
 
 def _items_json(records: Sequence[SourceRecord], token_limit: int, *, with_index: bool) -> str:
-    serialised = json.dumps(rollout_items(records, with_index=with_index), ensure_ascii=False)
+    serialised = json.dumps(session_items(records, with_index=with_index), ensure_ascii=False)
     return truncate_by_approx_tokens(serialised, token_limit)
 
 
-# --- stage 1: the rollout (oh-my-pi) ------------------------------------------------------------
+# --- stage 1: the stage-1 output (oh-my-pi's raw memory and rollout summary) ---------------
 
 STAGE1_SYSTEM = """\
 You are the first stage of a team memory pipeline. You read one finished coding-agent session \
@@ -197,7 +197,7 @@ Persistable response items (JSON):
 Extract the durable memory of this session now, as the JSON object described above."""
 
 
-def stage1_rollout_messages(
+def stage1_output_messages(
     thread_id: str,
     records: Sequence[SourceRecord],
     *,
@@ -252,7 +252,7 @@ def sanitize_slug(value: str) -> str | None:
     return slug or None
 
 
-def validate_rollout(obj: Any) -> dict[str, Any]:
+def validate_stage1_output(obj: Any) -> dict[str, Any]:
     """A stage-1 answer → {rollout_summary, rollout_slug, raw_memory}, trimmed and redacted.
 
     Raises ValueError unless `obj` is an object with exactly those keys, the two texts strings
@@ -260,10 +260,9 @@ def validate_rollout(obj: Any) -> dict[str, Any]:
     When either text is empty after trimming, the answer means "nothing durable" and comes
     back as {"", None, ""} (oh-my-pi's no_output)."""
     if not isinstance(obj, dict):
-        raise ValueError(
-            f"expected a JSON object with the keys {', '.join(ROLLOUT_KEYS)}, got {_type_name(obj)}"
-        )
-    _exact_keys(obj, ROLLOUT_KEYS, "the stage-1 object")
+        keys = ", ".join(STAGE1_OUTPUT_KEYS)
+        raise ValueError(f"expected a JSON object with the keys {keys}, got {_type_name(obj)}")
+    _exact_keys(obj, STAGE1_OUTPUT_KEYS, "the stage-1 object")
     for key in ("rollout_summary", "raw_memory"):
         if not isinstance(obj[key], str):
             raise ValueError(f"{key} must be a string, got {_type_name(obj[key])}")

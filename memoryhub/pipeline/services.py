@@ -31,7 +31,7 @@ from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
 from memoryhub.memories.models import BankArtifact, Memory, content_hash
 from memoryhub.memories.selectors import memory_project_level
 from memoryhub.memories.services import MemoryInput, memory_clear_derived, memory_remember
-from memoryhub.pipeline import consolidation, extractor, jobs, prompts, tasks
+from memoryhub.pipeline import extractor, jobs, prompts, stage2, tasks
 from memoryhub.pipeline.conf import PipelineConfig, pipeline_config, review_required
 from memoryhub.pipeline.models import Job, Stage1Output
 from memoryhub.sessions.models import AgentSession, SessionRecord
@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 PIPELINE = "pipeline"
 
 
-def consolidate_key(project: Project) -> str:
+def project_job_key(project: Project) -> str:
     return f"project:{project.pk}"
 
 
@@ -64,9 +64,9 @@ def stage1_job_ensure(*, session: AgentSession, config: PipelineConfig) -> Job:
 def stage1_enqueue_due(*, project: Project, now: Any = None) -> list[int]:
     """Ensure a stage-1 job for every due session of the project; return claimable job ids.
 
-    Due (seed 003): active in the last max_rollout_age_days, idle for min_rollout_idle_hours
-    (or ended by the agent), among the newest thread_scan_limit, with records past the last
-    extraction. At most max_rollouts_per_scan are returned.
+    Due (seed 003): active in the last stage1_max_session_age_days, idle for
+    stage1_min_session_idle_hours (or ended by the agent), among the newest session_scan_limit,
+    with records past the last extraction. At most stage1_max_sessions_per_scan are returned.
     """
     now = now or timezone.now()
     config = pipeline_config(project.settings)
@@ -74,13 +74,13 @@ def stage1_enqueue_due(*, project: Project, now: Any = None) -> list[int]:
         AgentSession.objects.filter(
             project=project,
             record_count__gt=0,
-            last_active_at__gte=now - timedelta(days=config.max_rollout_age_days),
+            last_active_at__gte=now - timedelta(days=config.stage1_max_session_age_days),
         )
         .filter(
             Q(status=AgentSession.Status.ENDED)
-            | Q(last_active_at__lte=now - timedelta(hours=config.min_rollout_idle_hours))
+            | Q(last_active_at__lte=now - timedelta(hours=config.stage1_min_session_idle_hours))
         )
-        .order_by("-last_active_at")[: config.thread_scan_limit]
+        .order_by("-last_active_at")[: config.session_scan_limit]
     )
     for session in sessions:
         stage1_job_ensure(session=session, config=config)
@@ -92,21 +92,21 @@ def stage1_enqueue_due(*, project: Project, now: Any = None) -> list[int]:
         status=Job.Status.RUNNING,
         lease_until__gt=timezone.now(),
     ).count()
-    room = max(0, min(config.max_rollouts_per_scan, config.stage1_concurrency - running))
+    room = max(0, min(config.stage1_max_sessions_per_scan, config.stage1_concurrency - running))
     return list(due.order_by("pk").values_list("pk", flat=True)[:room])
 
 
-def consolidation_due(*, project: Project) -> int | None:
+def stage2_due(*, project: Project) -> int | None:
     job = Job.objects.filter(
-        jobs.claimable(), kind=Job.Kind.CONSOLIDATE, key=consolidate_key(project)
+        jobs.claimable(), kind=Job.Kind.STAGE2, key=project_job_key(project)
     ).first()
     return job.pk if job else None
 
 
-def consolidation_mark_dirty(*, project: Project) -> Job:
+def stage2_mark_dirty(*, project: Project) -> Job:
     return jobs.ensure(
-        kind=Job.Kind.CONSOLIDATE,
-        key=consolidate_key(project),
+        kind=Job.Kind.STAGE2,
+        key=project_job_key(project),
         project=project,
         bump=True,
         retries=pipeline_config(project.settings).retries,
@@ -147,7 +147,7 @@ def _typed_memories(
         )
 
     request = llm.LlmRequest(
-        purpose="extraction",
+        purpose="stage1_memories",
         messages=prompts.typed_memories_messages(
             records, existing, token_limit=config.fallback_token_limit
         ),
@@ -159,7 +159,7 @@ def _typed_memories(
     )
 
 
-def _rollout(
+def _stage1_output(
     project: Project,
     session: AgentSession,
     records: list[extractor.SourceRecord],
@@ -167,16 +167,16 @@ def _rollout(
     config: PipelineConfig,
 ) -> dict[str, Any]:
     request = llm.LlmRequest(
-        purpose="stage1",
-        messages=prompts.stage1_rollout_messages(
+        purpose="stage1_output",
+        messages=prompts.stage1_output_messages(
             session.external_id,
             records,
             context_window=config.context_window,
-            input_token_limit=config.phase1_input_token_limit,
-            payload_percent=config.rollout_payload_percent,
+            input_token_limit=config.stage1_input_token_limit,
+            payload_percent=config.stage1_payload_percent,
             fallback_token_limit=config.fallback_token_limit,
         ),
-        # The rollout feeds the shared artifacts: personal (user-scope) memories stay out.
+        # The stage-1 output feeds the shared artifacts: personal (user-scope) memories stay out.
         offline=lambda: json.dumps(
             extractor.offline_stage1(
                 records, [m for m in memories if DEFAULT_SCOPE[m.kind] == Scope.PROJECT]
@@ -188,11 +188,11 @@ def _rollout(
             config.context_window, fallback_token_limit=config.fallback_token_limit
         ),
     )
-    return llm.complete_json(request, validate=prompts.validate_rollout)
+    return llm.complete_json(request, validate=prompts.validate_stage1_output)
 
 
 def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
-    """Extract the session's records past the last success into memories and a rollout."""
+    """Extract the session's records past the last success into memories and a stage-1 output."""
     session = job.session
     assert session is not None
     project = job.project
@@ -245,8 +245,8 @@ def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
         )
         merged += int(result.merged)
         ids.append(result.memory.pk)
-    rollout = _rollout(project, session, records, memories, config)
-    _store_rollout(session, rollout, watermark)
+    output = _stage1_output(project, session, records, memories, config)
+    _stage1_output_store(session, output, watermark)
     return {
         "memories": len(memories),
         "merged": merged,
@@ -257,18 +257,18 @@ def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
 
 
 @transaction.atomic
-def _store_rollout(session: AgentSession, rollout: dict[str, Any], watermark: int) -> None:
-    summary, _ = redaction.redact(rollout["rollout_summary"].strip())
-    raw, _ = redaction.redact(rollout["raw_memory"].strip())
+def _stage1_output_store(session: AgentSession, answer: dict[str, Any], watermark: int) -> None:
+    summary, _ = redaction.redact(answer["rollout_summary"].strip())
+    raw, _ = redaction.redact(answer["raw_memory"].strip())
     output = Stage1Output.objects.select_for_update().filter(session=session).first()
     if output is None:
         if not (summary or raw):
-            return  # no durable signal: nothing for consolidation (seed 003's no_output)
+            return  # no durable signal: nothing for stage 2 (seed 003's no_output)
         output = Stage1Output(session=session, project=session.project)
     # Extraction is incremental: raw memories accumulate, the newest summary wins.
     output.raw_memory = "\n\n".join(p for p in (output.raw_memory, raw) if p)
     output.rollout_summary = summary or output.rollout_summary
-    output.rollout_slug = rollout.get("rollout_slug") or output.rollout_slug
+    output.rollout_slug = answer.get("rollout_slug") or output.rollout_slug
     output.source_watermark = max(output.source_watermark, watermark)
     output.generated_at = timezone.now()
     output.save()
@@ -318,14 +318,14 @@ def _run(
 
 
 def stage1_run(*, job_id: int, follow_up: bool = True) -> str:
-    """Run a stage-1 job; when it is done, the consolidation it made due is sent at once
-    (follow_up; a rebuild consolidates once at its end instead)."""
+    """Run a stage-1 job; when it is done, the stage 2 it made due is sent at once
+    (follow_up; a rebuild runs stage 2 once at its end instead)."""
     job = Job.objects.select_related("project").get(pk=job_id)
     config = pipeline_config(job.project.settings)
 
     def work(job: Job, claim: jobs.Claim) -> dict[str, Any]:
         detail = stage1_extract(job=job, watermark=claim.watermark)
-        consolidation_mark_dirty(project=job.project)
+        stage2_mark_dirty(project=job.project)
         return detail
 
     outcome = _run(
@@ -335,16 +335,16 @@ def stage1_run(*, job_id: int, follow_up: bool = True) -> str:
         work=work,
     )
     if outcome == "done" and follow_up:
-        consolidate = consolidation_due(project=job.project)
-        if consolidate is not None:
-            tasks.send_on_commit(tasks.consolidate_run, consolidate)
+        stage2_job = stage2_due(project=job.project)
+        if stage2_job is not None:
+            tasks.send_on_commit(tasks.stage2_run, stage2_job)
     return outcome
 
 
 # --- Stage 2 -------------------------------------------------------------------------------
 
 
-def consolidate(*, project: Project) -> dict[str, Any]:
+def stage2_build(*, project: Project) -> dict[str, Any]:
     """Rewrite the project's artifacts from its stage-1 outputs (full replace)."""
     config = pipeline_config(project.settings)
     actor = Actor.for_system(PIPELINE)
@@ -352,7 +352,7 @@ def consolidate(*, project: Project) -> dict[str, Any]:
         Stage1Output.objects.filter(project=project)
         .exclude(raw_memory="", rollout_summary="")
         .select_related("session")
-        .order_by("-generated_at")[: config.max_raw_memories_for_global]
+        .order_by("-generated_at")[: config.stage2_max_raw_memories]
     )
     if not inputs:
         result = artifacts.artifacts_replace_all(project=project, files={}, actor=actor)
@@ -361,17 +361,15 @@ def consolidate(*, project: Project) -> dict[str, Any]:
     # person's own preferences reach them through their payloads, never through MEMORY.md).
     memories = list(memory_project_level(project=project).filter(status=Memory.Status.ACTIVE))
     request = llm.LlmRequest(
-        purpose="consolidation",
+        purpose="stage2",
         role="smol",
-        messages=consolidation.messages(inputs),
-        offline=lambda: json.dumps(consolidation.offline_output(memories), ensure_ascii=False),
+        messages=stage2.messages(inputs),
+        offline=lambda: json.dumps(stage2.offline_output(memories), ensure_ascii=False),
         project=project,
         max_tokens=8192,
     )
-    output = llm.complete_json(request, validate=consolidation.validate)
-    files = {
-        path: redaction.redact(content)[0] for path, content in consolidation.files(output).items()
-    }
+    output = llm.complete_json(request, validate=stage2.validate)
+    files = {path: redaction.redact(content)[0] for path, content in stage2.files(output).items()}
     result = artifacts.artifacts_replace_all(project=project, files=files, actor=actor)
     return {
         "inputs": len(inputs),
@@ -381,41 +379,41 @@ def consolidate(*, project: Project) -> dict[str, Any]:
     }
 
 
-def consolidate_run(*, job_id: int) -> str:
-    """Run the consolidation job. Extractions that finished meanwhile could not start another
+def stage2_run(*, job_id: int) -> str:
+    """Run the stage-2 job. Extractions that finished meanwhile could not start another
     one (the lease was held): the bank is dirty again, so it is sent once more now rather than
     at the next scan."""
     job = Job.objects.select_related("project").get(pk=job_id)
     config = pipeline_config(job.project.settings)
     outcome = _run(
         job_id,
-        lease=config.phase2_lease_seconds,
-        retry_delay=config.phase2_retry_delay_seconds,
-        heartbeat_seconds=config.phase2_heartbeat_seconds,
-        work=lambda job, claim: consolidate(project=job.project),
+        lease=config.stage2_lease_seconds,
+        retry_delay=config.stage2_retry_delay_seconds,
+        heartbeat_seconds=config.stage2_heartbeat_seconds,
+        work=lambda job, claim: stage2_build(project=job.project),
     )
-    if outcome == "done" and consolidation_due(project=job.project) == job_id:
-        tasks.send_on_commit(tasks.consolidate_run, job_id)
+    if outcome == "done" and stage2_due(project=job.project) == job_id:
+        tasks.send_on_commit(tasks.stage2_run, job_id)
     return outcome
 
 
 def pipeline_scan_project(*, project: Project) -> dict[str, int]:
-    """Send every due job of the project to the workers (on commit): stage 1, consolidation,
+    """Send every due job of the project to the workers (on commit): stage 1, stage 2,
     and at most one dream window (meow starts one per tick). What beat does for each project."""
     from memoryhub.pipeline.dream import schedule  # the dream builds on these services
 
     stage1 = stage1_enqueue_due(project=project)
     for job_id in stage1:
         tasks.send_on_commit(tasks.stage1_run, job_id)
-    consolidate_job = consolidation_due(project=project)
-    if consolidate_job is not None:
-        tasks.send_on_commit(tasks.consolidate_run, consolidate_job)
+    stage2_job = stage2_due(project=project)
+    if stage2_job is not None:
+        tasks.send_on_commit(tasks.stage2_run, stage2_job)
     window = schedule.dream_enqueue_due(project=project)
     if window is not None:
         tasks.send_on_commit(tasks.dream_run, window)
     return {
         "stage1": len(stage1),
-        "consolidate": int(consolidate_job is not None),
+        "stage2": int(stage2_job is not None),
         "dream": int(window is not None),
     }
 
@@ -443,7 +441,7 @@ def _lock_bank_admin(project: Project) -> None:
     busy = Job.objects.filter(
         Q(status=Job.Status.PENDING) | Q(status=Job.Status.RUNNING, lease_until__gt=timezone.now()),
         kind=Job.Kind.REBUILD,
-        key=consolidate_key(project),
+        key=project_job_key(project),
     )
     if busy.exists():
         raise Conflict("A rebuild of this project is already queued or running; wait for it.")
@@ -491,7 +489,7 @@ def bank_rebuild_start(*, project: Project, actor: Actor, confirm: str) -> Job:
     # Memories stay until the re-extraction has matched them (see rebuild).
     bank_clear(project=project, actor=actor, confirm=confirm, keep_memories=True)
     job = jobs.ensure(
-        kind=Job.Kind.REBUILD, key=consolidate_key(project), project=project, bump=True
+        kind=Job.Kind.REBUILD, key=project_job_key(project), project=project, bump=True
     )
     Job.objects.filter(pk=job.pk).update(progress=0, detail={})
     audit_record(
@@ -527,15 +525,15 @@ def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
             kept += int(stage1.detail.get("kept", 0))
             found.update(stage1.detail.get("memory_ids", []))
         if not jobs.heartbeat(
-            claim, lease_seconds=config.phase2_lease_seconds, progress=int(100 * done / total)
+            claim, lease_seconds=config.stage2_lease_seconds, progress=int(100 * done / total)
         ):
             raise RuntimeError("lost the rebuild's lease")
     # What the sessions no longer yield goes, unless a person decided something about it.
     removed = memory_clear_derived(
         project=project, keep_human_decisions=True, keep_ids=found, created_before=started
     )
-    consolidation_mark_dirty(project=project)
-    consolidated = consolidate(project=project)
+    stage2_mark_dirty(project=project)
+    stage2_result = stage2_build(project=project)
     return {
         "sessions": len(sessions),
         "extracted": extracted,
@@ -544,7 +542,7 @@ def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
         "memories_kept": kept,
         "memories_removed": removed.cleared,
         "memories_kept_by_decision": removed.kept,
-        "consolidation": consolidated,
+        "stage2": stage2_result,
     }
 
 
@@ -553,8 +551,8 @@ def rebuild_run(*, job_id: int) -> str:
     config = pipeline_config(job.project.settings)
     return _run(
         job_id,
-        lease=config.phase2_lease_seconds,
-        retry_delay=config.phase2_retry_delay_seconds,
+        lease=config.stage2_lease_seconds,
+        retry_delay=config.stage2_retry_delay_seconds,
         work=rebuild,
     )
 
@@ -591,8 +589,8 @@ def stage1_request(*, project: Project, session: AgentSession, actor: Actor) -> 
 
 @transaction.atomic
 def bank_enqueue(*, project: Project, actor: Actor) -> dict[str, int]:
-    """Mark consolidation dirty and send all due work (on commit); what was sent."""
-    consolidation_mark_dirty(project=project)
+    """Mark stage 2 dirty and send all due work (on commit); what was sent."""
+    stage2_mark_dirty(project=project)
     audit_record(
         actor=actor,
         project=project,
@@ -641,7 +639,7 @@ def stage1_output_import(
     """Store an oh-my-pi stage-1 output brought in by an import (raw_memories.md, a
     rollout_summaries/ file), under a session named by its thread id (created empty when
     missing). Idempotent: the same texts again change nothing. Returns True when it wrote.
-    Consolidation is not marked dirty: the imported MEMORY.md is already their consolidation.
+    Stage 2 is not marked dirty: the imported MEMORY.md is already its result.
     """
     from memoryhub.sessions.services import session_get_or_create
 

@@ -60,10 +60,10 @@ def stage1_run(job_id: int) -> None:
 
 
 @_transient
-def consolidate_run(job_id: int) -> None:
+def stage2_run(job_id: int) -> None:
     from memoryhub.pipeline import services
 
-    services.consolidate_run(job_id=job_id)
+    services.stage2_run(job_id=job_id)
 
 
 @_transient

@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 
 
-class SessionsConfig(AppConfig):
+class SessionsAppConfig(AppConfig):
     name = "memoryhub.sessions"
     # The one place where the package (memoryhub.sessions) and its app label differ: the label
     # "sessions" belongs to django.contrib.sessions (browser logins), so this app's models,

@@ -35,7 +35,7 @@ def test_it_repairs_a_malformed_answer_once(fake_llm: FakeLlm, settings: Any) ->
     fake_llm.reply('{"memory_md": "# Notes",}')  # trailing comma
     fake_llm.reply('{"memory_md": "# Notes"}')
 
-    data = llm.complete_json(ask("Consolidate.", purpose="consolidation"), validate=summary_shape)
+    data = llm.complete_json(ask("Consolidate.", purpose="stage2"), validate=summary_shape)
 
     assert data == {"memory_md": "# Notes"}
     assert len(fake_llm.requests) == 2
@@ -48,7 +48,7 @@ def test_it_repairs_a_malformed_answer_once(fake_llm: FakeLlm, settings: Any) ->
     assert "only the corrected JSON" in repair[2]["content"]
     first, second = calls()
     assert (first.outcome, second.outcome) == ("invalid_output", "ok")
-    assert first.purpose == second.purpose == "consolidation"
+    assert first.purpose == second.purpose == "stage2"
 
 
 def test_it_repairs_a_wrong_shape_with_the_validators_message(

@@ -26,7 +26,7 @@ from memoryhub.pipeline.extractor import (
     offline_stage1,
     source_records,
 )
-from memoryhub.pipeline.prompts import parse_memories_md, validate_rollout, validate_typed
+from memoryhub.pipeline.prompts import parse_memories_md, validate_stage1_output, validate_typed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -563,7 +563,7 @@ def test_extraction_is_deterministic() -> None:
 
 def test_offline_answers_pass_the_llm_validators() -> None:
     """The pipeline sends the offline memories through validate_typed and the offline stage-1
-    object through validate_rollout, like an LLM's answer."""
+    object through validate_stage1_output, like an LLM's answer."""
     for session in bench.load_corpus():
         memories = extract(session.records)
         answer = {
@@ -573,7 +573,7 @@ def test_offline_answers_pass_the_llm_validators() -> None:
         validated = validate_typed(json.loads(json.dumps(answer)), record_range=record_range)
         assert [(m.kind, m.content) for m in validated] == [(m.kind, m.content) for m in memories]
         rollout = offline_stage1(session.records, memories)
-        assert validate_rollout(json.loads(json.dumps(rollout))) == rollout
+        assert validate_stage1_output(json.loads(json.dumps(rollout))) == rollout
 
 
 # --- offline stage-1 output and memories.md -------------------------------------------------------

@@ -92,7 +92,7 @@ def test_watermarks_never_move_backwards(project: Project) -> None:
     jobs.ensure(kind=Job.Kind.STAGE1, key="s-1", project=project, watermark=3)
     job.refresh_from_db()
     assert job.input_watermark == 10
-    dirty = jobs.ensure(kind=Job.Kind.CONSOLIDATE, key="p", project=project, bump=True)
-    jobs.ensure(kind=Job.Kind.CONSOLIDATE, key="p", project=project, bump=True)
+    dirty = jobs.ensure(kind=Job.Kind.STAGE2, key="p", project=project, bump=True)
+    jobs.ensure(kind=Job.Kind.STAGE2, key="p", project=project, bump=True)
     dirty.refresh_from_db()
     assert dirty.input_watermark == 2

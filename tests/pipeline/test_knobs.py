@@ -20,7 +20,7 @@ from tests.recall.memories import add_memory
 
 P = "/api/v1/projects/alpha/"
 S = P + "sessions/"
-EMPTY_ROLLOUT = '{"rollout_summary": "", "rollout_slug": null, "raw_memory": ""}'
+EMPTY_STAGE1_OUTPUT = '{"rollout_summary": "", "rollout_slug": null, "raw_memory": ""}'
 
 
 def knobs(client: APIClient, project: Project, **pipeline: Any) -> None:
@@ -44,7 +44,7 @@ def sessions(client: APIClient, n: int, *, ended: bool = True) -> list[str]:
 def test_max_rollouts_per_scan(alice_client: APIClient, project: Project) -> None:
     sessions(alice_client, 3)
     assert len(services.stage1_enqueue_due(project=project)) == 3
-    knobs(alice_client, project, max_rollouts_per_scan=2)
+    knobs(alice_client, project, stage1_max_sessions_per_scan=2)
     assert len(services.stage1_enqueue_due(project=project)) == 2
 
 
@@ -67,7 +67,7 @@ def test_max_rollout_age_days(alice_client: APIClient, project: Project) -> None
     AgentSession.objects.update(last_active_at=timezone.now() - timedelta(days=10))
     assert len(services.stage1_enqueue_due(project=project)) == 1  # default: 30 days
     Job.objects.all().delete()
-    knobs(alice_client, project, max_rollout_age_days=5)
+    knobs(alice_client, project, stage1_max_session_age_days=5)
     assert services.stage1_enqueue_due(project=project) == []
 
 
@@ -75,13 +75,13 @@ def test_min_rollout_idle_hours(alice_client: APIClient, project: Project) -> No
     sessions(alice_client, 1, ended=False)
     AgentSession.objects.update(last_active_at=timezone.now() - timedelta(hours=2))
     assert services.stage1_enqueue_due(project=project) == []  # default: idle 12 hours
-    knobs(alice_client, project, min_rollout_idle_hours=1)
+    knobs(alice_client, project, stage1_min_session_idle_hours=1)
     assert len(services.stage1_enqueue_due(project=project)) == 1
 
 
 def test_thread_scan_limit(alice_client: APIClient, project: Project) -> None:
     sessions(alice_client, 3)
-    knobs(alice_client, project, thread_scan_limit=1)
+    knobs(alice_client, project, session_scan_limit=1)
     services.stage1_enqueue_due(project=project)
     assert Job.objects.filter(kind=Job.Kind.STAGE1).count() == 1
 
@@ -93,9 +93,9 @@ def test_max_raw_memories_for_global(alice_client: APIClient, project: Project) 
             session=session, project=project, raw_memory=f"raw of {external_id}"
         )
     add_memory(alice_client, "We deploy with fly.io.", "fact")
-    assert services.consolidate(project=project)["inputs"] == 3
-    knobs(alice_client, project, max_raw_memories_for_global=1)
-    assert services.consolidate(project=project)["inputs"] == 1
+    assert services.stage2_build(project=project)["inputs"] == 3
+    knobs(alice_client, project, stage2_max_raw_memories=1)
+    assert services.stage2_build(project=project)["inputs"] == 1
 
 
 def test_retries_and_stage1_retry_delay_seconds(
@@ -115,15 +115,15 @@ def test_retries_and_stage1_retry_delay_seconds(
     assert Job.objects.get(pk=job_id).status == Job.Status.FAILED  # 2 tries, not 3
 
 
-def test_phase2_retry_delay_seconds(
+def test_stage2_retry_delay_seconds(
     alice_client: APIClient, project: Project, fake_llm: FakeLlm, settings: Any
 ) -> None:
     fake_llm.configure(settings, max_retries=0)
-    knobs(alice_client, project, phase2_retry_delay_seconds=900)
+    knobs(alice_client, project, stage2_retry_delay_seconds=900)
     session = AgentSession.objects.get(external_id=sessions(alice_client, 1)[0])
     Stage1Output.objects.create(session=session, project=project, raw_memory="raw")
-    job = services.consolidation_mark_dirty(project=project)
-    assert services.consolidate_run(job_id=job.pk) == "error"
+    job = services.stage2_mark_dirty(project=project)
+    assert services.stage2_run(job_id=job.pk) == "error"
     job.refresh_from_db()
     assert job.retry_at is not None and job.finished_at is not None
     assert job.retry_at - job.finished_at == timedelta(seconds=900)
@@ -143,7 +143,7 @@ def stage1_requests(
     assert client.post(f"{S}{external_id}/end/").status_code == 200
     first = len(fake_llm.requests)
     fake_llm.reply('{"memories": []}')
-    fake_llm.reply(EMPTY_ROLLOUT)
+    fake_llm.reply(EMPTY_STAGE1_OUTPUT)
     (job_id,) = services.stage1_enqueue_due(project=project)
     assert services.stage1_run(job_id=job_id) == "done"
     typed, rollout = fake_llm.requests[first : first + 2]
@@ -154,12 +154,12 @@ def _user_chars(request: Any) -> int:
     return len(request.messages[-1]["content"])
 
 
-def test_phase1_input_token_limit(
+def test_stage1_input_token_limit(
     alice_client: APIClient, project: Project, fake_llm: FakeLlm, settings: Any
 ) -> None:
     _, default = stage1_requests(alice_client, project, fake_llm, settings)
     _, small = stage1_requests(
-        alice_client, project, fake_llm, settings, phase1_input_token_limit=100
+        alice_client, project, fake_llm, settings, stage1_input_token_limit=100
     )
     assert _user_chars(small) < _user_chars(default) - 10_000
     assert "...[truncated]..." in small.messages[-1]["content"]
@@ -169,7 +169,7 @@ def test_rollout_payload_percent_and_context_window(
     alice_client: APIClient, project: Project, fake_llm: FakeLlm, settings: Any
 ) -> None:
     _, wide = stage1_requests(
-        alice_client, project, fake_llm, settings, context_window=2_000, rollout_payload_percent=1
+        alice_client, project, fake_llm, settings, context_window=2_000, stage1_payload_percent=1
     )
     _, narrow = stage1_requests(
         alice_client,
@@ -177,7 +177,7 @@ def test_rollout_payload_percent_and_context_window(
         fake_llm,
         settings,
         context_window=2_000,
-        rollout_payload_percent=0.1,
+        stage1_payload_percent=0.1,
     )
     # 2,000 vs 200 tokens of session JSON at 4 characters a token.
     assert _user_chars(wide) - _user_chars(narrow) > 6_000

@@ -124,7 +124,7 @@ def test_two_consolidations_of_one_project_run_once(
     push_session(alice_client, "mew-4")
     (job_id,) = services.stage1_enqueue_due(project=project)
     services.stage1_run(job_id=job_id)
-    consolidation = services.consolidation_due(project=project)
+    consolidation = services.stage2_due(project=project)
     assert consolidation is not None
     outcomes: list[str] = []
     barrier = threading.Barrier(2)
@@ -132,7 +132,7 @@ def test_two_consolidations_of_one_project_run_once(
     def run() -> None:
         barrier.wait()
         try:
-            outcomes.append(services.consolidate_run(job_id=consolidation))
+            outcomes.append(services.stage2_run(job_id=consolidation))
         finally:
             connection.close()
 
@@ -207,7 +207,7 @@ def test_extractions_that_finish_during_a_consolidation_get_another_one_without_
     push_session(alice_client, "mew-6")
     (first,) = services.stage1_enqueue_due(project=project)
     assert services.stage1_run(job_id=first) == "done"  # offline, in this process
-    consolidation = services.consolidation_due(project=project)
+    consolidation = services.stage2_due(project=project)
     assert consolidation is not None
     answer = '{"memory_md": "# Memory\\n%s", "memory_summary": "Summary.", "skills": []}'
     fake_llm.delay(3, answer % "first run")
@@ -220,7 +220,7 @@ def test_extractions_that_finish_during_a_consolidation_get_another_one_without_
         "LLM_MAX_RETRIES": "0",
     }
     celery_worker.start()
-    dispatch.send(tasks.consolidate_run, consolidation)
+    dispatch.send(tasks.stage2_run, consolidation)
     assert wait_for(lambda: len(fake_llm.requests) == 1)  # the worker is consolidating
     push_session(alice_client, "mew-7")
     (second,) = services.stage1_enqueue_due(project=project)

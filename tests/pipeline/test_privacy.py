@@ -20,7 +20,7 @@ def consolidate_from_a_session(alice_client: APIClient, project: Project) -> Non
     push_session(alice_client, "mew-privacy")
     (job_id,) = services.stage1_enqueue_due(project=project)
     assert services.stage1_run(job_id=job_id) == "done"
-    services.consolidate(project=project)
+    services.stage2_build(project=project)
 
 
 def test_consolidation_artifacts_hold_project_scope_memories_only(

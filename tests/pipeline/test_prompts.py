@@ -18,14 +18,14 @@ from memoryhub.pipeline.prompts import (
     dialogue_lines,
     memories_md_sides,
     parse_memories_md,
-    rollout_items,
     sanitize_slug,
+    session_items,
     stage1_max_tokens,
-    stage1_rollout_messages,
+    stage1_output_messages,
     stage1_token_limit,
     truncate_by_approx_tokens,
     typed_memories_messages,
-    validate_rollout,
+    validate_stage1_output,
     validate_typed,
 )
 
@@ -99,8 +99,8 @@ def test_truncation_head_60_tail_40(limit: int, length: int) -> None:
 # --- stage-1 input --------------------------------------------------------------------------------
 
 
-def test_rollout_items() -> None:
-    assert rollout_items(SESSION) == [
+def test_session_items() -> None:
+    assert session_items(SESSION) == [
         {"role": "system", "content": "You are a coding assistant."},
         {"role": "user", "content": "Run the tests. We use pytest."},
         {
@@ -111,10 +111,10 @@ def test_rollout_items() -> None:
         {"role": "tool_result", "tool": "Bash", "is_error": False, "content": "5 passed"},
         {"role": "assistant", "content": "All 5 tests pass."},
     ]
-    assert [item["index"] for item in rollout_items(SESSION, with_index=True)] == [0, 1, 2, 3, 4]
+    assert [item["index"] for item in session_items(SESSION, with_index=True)] == [0, 1, 2, 3, 4]
 
 
-def test_rollout_items_leave_out_big_empty_injected_and_secret_content() -> None:
+def test_session_items_leave_out_big_empty_injected_and_secret_content() -> None:
     records = session(
         {"type": "user", "content": "Check the logs."},
         {
@@ -137,7 +137,7 @@ def test_rollout_items_leave_out_big_empty_injected_and_secret_content() -> None
         {"type": "user", "content": f"push with {TOKEN}; the DB 密码是 Pa55word!x"},
         {"type": "compression", "content": "legacy summary"},
     )
-    items = rollout_items(records)
+    items = session_items(records)
     results = [i for i in items if i["role"] == "tool_result"]
     assert [len(r["content"]) for r in results] == [32_000]
     dumped = json.dumps(items, ensure_ascii=False)
@@ -147,7 +147,7 @@ def test_rollout_items_leave_out_big_empty_injected_and_secret_content() -> None
 
 
 def test_stage1_messages() -> None:
-    messages = stage1_rollout_messages("session_42", SESSION, context_window=128_000)
+    messages = stage1_output_messages("session_42", SESSION, context_window=128_000)
     assert [m["role"] for m in messages] == ["system", "user"]
     system, user = messages[0]["content"], messages[1]["content"]
     for needle in (
@@ -162,30 +162,30 @@ def test_stage1_messages() -> None:
         assert needle in system
     assert user.startswith("thread_id: session_42\n\nPersistable response items (JSON):\n")
     items_json = user.split("(JSON):\n", 1)[1].rsplit("\n\nExtract", 1)[0]
-    assert json.loads(items_json) == rollout_items(SESSION)
+    assert json.loads(items_json) == session_items(SESSION)
 
 
 def test_stage1_messages_truncate_to_the_budget() -> None:
     long_session = session(
         *[{"type": "user", "content": f"message {i} " + "z" * 500} for i in range(200)]
     )
-    user = stage1_rollout_messages("t", long_session, context_window=10_000)[1]["content"]
+    user = stage1_output_messages("t", long_session, context_window=10_000)[1]["content"]
     items_json = user.split("(JSON):\n", 1)[1].rsplit("\n\nExtract", 1)[0]
     assert TRUNCATION_MARKER in items_json
     assert len(items_json) == 4_000 * 4 + len(TRUNCATION_MARKER)
     assert items_json.startswith('[{"role": "user", "content": "message 0 ')
     assert items_json.endswith('"}]')
-    small = stage1_rollout_messages("t", long_session, context_window=1_000)[1]["content"]
+    small = stage1_output_messages("t", long_session, context_window=1_000)[1]["content"]
     assert len(small.split("(JSON):\n", 1)[1].rsplit("\n\nExtract", 1)[0]) == (
         700 * 4 + len(TRUNCATION_MARKER)
     )
 
 
-# --- validate_rollout -----------------------------------------------------------------------------
+# --- validate_stage1_output -----------------------------------------------------------------------
 
 
-def test_validate_rollout_good() -> None:
-    out = validate_rollout(
+def test_validate_stage1_output_good() -> None:
+    out = validate_stage1_output(
         {
             "rollout_summary": "  Fixed the flaky report tests.  ",
             "rollout_slug": "Fix Flaky-Reports!!",
@@ -206,8 +206,12 @@ def test_validate_rollout_good() -> None:
         {"rollout_summary": "something", "rollout_slug": None, "raw_memory": "\n"},
     ],
 )
-def test_validate_rollout_nothing_durable(obj: dict[str, Any]) -> None:
-    assert validate_rollout(obj) == {"rollout_summary": "", "rollout_slug": None, "raw_memory": ""}
+def test_validate_stage1_output_nothing_durable(obj: dict[str, Any]) -> None:
+    assert validate_stage1_output(obj) == {
+        "rollout_summary": "",
+        "rollout_slug": None,
+        "raw_memory": "",
+    }
 
 
 @pytest.mark.parametrize(
@@ -234,9 +238,9 @@ def test_validate_rollout_nothing_durable(obj: dict[str, Any]) -> None:
         ),
     ],
 )
-def test_validate_rollout_bad(obj: Any, message: str) -> None:
+def test_validate_stage1_output_bad(obj: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        validate_rollout(obj)
+        validate_stage1_output(obj)
 
 
 @pytest.mark.parametrize(
@@ -255,9 +259,9 @@ def test_sanitize_slug(raw: str, slug: str | None) -> None:
     assert sanitize_slug(raw) == slug
     if slug:
         assert (
-            validate_rollout({"rollout_summary": "s", "rollout_slug": raw, "raw_memory": "r"})[
-                "rollout_slug"
-            ]
+            validate_stage1_output(
+                {"rollout_summary": "s", "rollout_slug": raw, "raw_memory": "r"}
+            )["rollout_slug"]
             == slug
         )
 

@@ -27,7 +27,7 @@ def test_projects_list_counts_what_the_person_may_see(
     remember(project, bob, "bob's own", kind="user")  # not counted for alice
     transcript(project, bob, "s1", [("user", "hi")])
     Job.objects.create(
-        kind=Job.Kind.CONSOLIDATE, key="project:x", project=project, status=Job.Status.FAILED
+        kind=Job.Kind.STAGE2, key="project:x", project=project, status=Job.Status.FAILED
     )
     response = web_client(alice).get("/")
     (row,) = response.context["rows"]

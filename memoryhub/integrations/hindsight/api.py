@@ -150,7 +150,7 @@ class BankStatsApi(HindsightView):
         by_status = dict(
             jobs.values_list("status").annotate(n=Count("id")).values_list("status", "n")
         )
-        last = jobs.filter(kind=Job.Kind.CONSOLIDATE, status=Job.Status.DONE).aggregate(
+        last = jobs.filter(kind=Job.Kind.STAGE2, status=Job.Status.DONE).aggregate(
             at=Max("finished_at")
         )["at"]
         return Response(

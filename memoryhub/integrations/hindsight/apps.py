@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 
 
-class HindsightConfig(AppConfig):
+class HindsightAppConfig(AppConfig):
     name = "memoryhub.integrations.hindsight"
     label = "hindsight"
     verbose_name = "Hindsight-compatible API"

@@ -8,14 +8,14 @@ from typing import Any
 
 from celery.signals import task_postrun
 
-CONSOLIDATING_TASKS = (
-    "memoryhub.pipeline.tasks.consolidate_run",
+STAGE2_TASKS = (
+    "memoryhub.pipeline.tasks.stage2_run",
     "memoryhub.pipeline.tasks.rebuild_run",
 )
 
 
 def after_task(sender: Any = None, args: Any = None, **_: Any) -> None:
-    if getattr(sender, "name", "") not in CONSOLIDATING_TASKS or not args:
+    if getattr(sender, "name", "") not in STAGE2_TASKS or not args:
         return
     from memoryhub.core.models import AuditEvent
     from memoryhub.integrations.hindsight import selectors, services

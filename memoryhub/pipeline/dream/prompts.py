@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 from memoryhub.memories.models import Memory
 from memoryhub.pipeline.conf import PipelineConfig
 from memoryhub.pipeline.dream.window import ATOMIC_KINDS, ROUNDS, Window
-from memoryhub.pipeline.prompts import rollout_items, truncate_by_approx_tokens
+from memoryhub.pipeline.prompts import session_items, truncate_by_approx_tokens
 
 PROMPT_CONTENT_CHARS = 2000
 
@@ -128,9 +128,9 @@ def round_messages(
         checklist = TOPIC_CHECKLIST if name == "topic" else PROJECT_CHECKLIST
     budget = min(
         config.fallback_token_limit,
-        int(config.context_window * config.rollout_payload_percent) // 2,
+        int(config.context_window * config.stage1_payload_percent) // 2,
     )
-    conversation = json.dumps(rollout_items(window.records), ensure_ascii=False)
+    conversation = json.dumps(session_items(window.records), ensure_ascii=False)
     entries = "\n".join(render_memory(m) for m in memories) or "(none)"
     body = (
         f"[memoryhub-dream] round {number} of up to {len(ROUNDS)}: {ROUND_TITLES[name]}\n"

@@ -125,7 +125,7 @@ def dream_enqueue_due(*, project: Project, now: datetime | None = None) -> int |
             record_count__gt=0,
             last_active_at__gte=recent,
             last_active_at__lte=now - timedelta(minutes=config.dream_idle_minutes),
-        ).order_by("last_active_at", "pk")[: config.thread_scan_limit]
+        ).order_by("last_active_at", "pk")[: config.session_scan_limit]
     )
     if not sessions:
         return None

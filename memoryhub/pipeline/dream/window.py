@@ -8,7 +8,7 @@ by the session's user; proposed memories wait for their reviewer and archived on
 RecallSeen is read through its model: the pipeline may import recall (only the reverse is
 forbidden by the architecture), and recall imports nothing of the pipeline, so there is no cycle.
 
-Each round reviews at most max_raw_memories_for_global memories (the most recently updated):
+Each round reviews at most stage2_max_raw_memories memories (the most recently updated):
 the atomic and topic rounds the window's scope narrowed to their kinds (ROUND_KINDS), the
 project round every project-scope project memory of the bank that is active or in that scope.
 """
@@ -175,5 +175,5 @@ def round_memories(name: str, window: Window, config: PipelineConfig) -> list[Me
     else:
         qs = window.scope().filter(kind__in=ROUND_KINDS[name])
     newest = qs.order_by("-updated_at", "-pk")
-    memories = list(newest[: config.max_raw_memories_for_global])
+    memories = list(newest[: config.stage2_max_raw_memories])
     return sorted(memories, key=lambda m: (m.kind, m.subcategory, m.updated_at, m.pk))

@@ -92,10 +92,7 @@ def bank_enqueue(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     sent = services.bank_enqueue(project=access.project, actor=access.actor)
     messages.success(
         request,
-        _(
-            "Sent to the workers: %(stage1)s extractions, %(consolidate)s consolidation, "
-            "%(dream)s dream."
-        )
+        _("Sent to the workers: %(stage1)s extractions, %(stage2)s consolidation, %(dream)s dream.")
         % sent,
     )
     return redirect("web:bank", slug=access.project.slug)

@@ -342,7 +342,7 @@ def test_consolidation_keeps_mental_models(alice_client: APIClient, project: Pro
     create = {"id": "rules", "name": "Rules", "source_query": "code review"}
     alice_client.post(f"{V}/alpha/mental-models", create, format="json")
     hindsight_services.mental_model_refresh(project=project, model_id="rules")
-    pipeline_services.consolidate(project=project)
+    pipeline_services.stage2_build(project=project)
     assert BankArtifact.objects.filter(project=project, path="mental-models/rules.md").exists()
 
 

@@ -55,7 +55,7 @@ def operation_done(client: Hindsight, bank: str, operation_id: str | None) -> Ca
 
 
 def consolidated(project: Project) -> bool:
-    job = Job.objects.filter(project=project, kind=Job.Kind.CONSOLIDATE).first()
+    job = Job.objects.filter(project=project, kind=Job.Kind.STAGE2).first()
     return (
         job is not None
         and job.status == Job.Status.DONE
@@ -132,13 +132,13 @@ def test_retain_twice_is_incremental_then_recall_and_reflect(
     session = AgentSession.objects.get(project=project, external_id=SESSION)
     texts = list(SessionRecord.objects.filter(session=session).values_list("content", flat=True))
     assert sorted(texts) == sorted(t[2] for t in TURNS + MORE_TURNS)  # no duplicates
-    # Per retain the worker made three calls in order: extraction, rollout, consolidation.
+    # Per retain the worker made three calls in order: stage 1 (memories, output), stage 2.
     assert (
         list(LlmCall.objects.order_by("pk").values_list("purpose", flat=True))
         == [
-            "extraction",
-            "stage1",
-            "consolidation",
+            "stage1_memories",
+            "stage1_output",
+            "stage2",
         ]
         * 2
     )

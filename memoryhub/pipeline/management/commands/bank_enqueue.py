@@ -10,7 +10,7 @@ from memoryhub.pipeline.management.commands._bank import project_by_slug
 
 
 class Command(BaseCommand):
-    help = "Mark a project's consolidation dirty and send its due work to the workers."
+    help = "Mark a project's stage 2 dirty and send its due work to the workers."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
@@ -18,4 +18,4 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> str:
         project = project_by_slug(options["slug"])
         sent = services.bank_enqueue(project=project, actor=Actor.for_system("cli"))
-        return f"Enqueued {sent['stage1']} extraction(s) and {sent['consolidate']} consolidation."
+        return f"Enqueued {sent['stage1']} extraction(s) and {sent['stage2']} stage 2."
