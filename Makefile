@@ -17,7 +17,7 @@ FIND_PYTHON = for c in $(PYTHON_CANDIDATES); do \
 	  if "$$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then \
 	    echo "$$c"; exit 0; fi; done; exit 1
 
-.PHONY: install run test test-fast lint typecheck check schema clean
+.PHONY: install run run-worker-command test test-fast lint typecheck check schema clean
 
 install: $(VENV)/.installed
 
@@ -33,6 +33,11 @@ $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PY) -m pip install --quiet -e ./clients/python
 	@touch $@
 
+# The worker `make run` starts (tests/reliability/test_worker_stop.py starts the same command).
+# A thread pool, not prefork: Ctrl-C and CI's TERM reach the whole process group, and a prefork
+# child killed that way could leave the pool's queue lock taken, so the worker hung until KILLed.
+RUN_WORKER = $(VENV)/bin/celery -A memoryhub worker --loglevel=INFO --pool=threads --concurrency=2
+
 run: install
 	@mkdir -p var
 	$(PY) manage.py migrate --noinput
@@ -40,11 +45,14 @@ run: install
 	SITE_URL=$(SITE_URL) $(PY) manage.py demo_setup
 	@echo "MemoryHub is starting at http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/, MCP: http://$(HOST):$(PORT)/mcp)"
 	@export SITE_URL=$(SITE_URL); trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
-	  $(VENV)/bin/celery -A memoryhub worker --loglevel=INFO --concurrency=2 & \
+	  $(RUN_WORKER) & \
 	  $(VENV)/bin/celery -A memoryhub beat --loglevel=INFO --schedule=var/celerybeat-schedule & \
 	  $(VENV)/bin/gunicorn memoryhub.asgi:application --worker-class uvicorn_worker.UvicornWorker \
 	    --bind $(HOST):$(PORT) --workers 2 --graceful-timeout 10 --access-logfile - & \
 	  wait
+
+run-worker-command:
+	@echo '$(RUN_WORKER)'
 
 test: install
 	@mkdir -p var
