@@ -7,6 +7,7 @@ filesystem transport under var/, so `make run` needs no server yet still runs a 
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -66,6 +67,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",  # sign-in brute-force lockout (see LOGIN_FAILURE_LIMIT below)
     "memoryhub.core",
     "accounts",
     "projects",
@@ -95,6 +97,7 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memoryhub.core.middleware.ApiExceptionMiddleware",
+    "axes.middleware.AxesMiddleware",  # answers a locked-out sign-in with the lockout page
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -192,6 +195,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Brute-force protection of the sign-in form (and the admin's) with django-axes: after
+# LOGIN_FAILURE_LIMIT failures for one username from one address, sign-ins for that pair are
+# refused (429) for LOGIN_LOCKOUT_MINUTES; a success resets the count. Agent tokens never pass
+# through authenticate(), so the API is unaffected. 0 disables the lockout.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=0)
+AXES_ENABLED = LOGIN_FAILURE_LIMIT > 0
+AXES_FAILURE_LIMIT = max(LOGIN_FAILURE_LIMIT, 1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "web/auth/locked_out.html"
+AXES_DISABLE_ACCESS_LOG = True  # failures are kept; successful sign-ins are not logged twice
 LOGIN_URL = "web:login"
 LOGIN_REDIRECT_URL = "web:home"
 LOGOUT_REDIRECT_URL = "web:home"
