@@ -209,7 +209,7 @@ AXES_FAILURE_LIMIT = max(LOGIN_FAILURE_LIMIT, 1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "web/auth/login.html"  
+AXES_LOCKOUT_TEMPLATE = "web/auth/login.html"  # shows the lockout message instead of the form
 AXES_DISABLE_ACCESS_LOG = True  # failures are kept; successful sign-ins are not logged twice
 LOGIN_URL = "web:login"
 LOGIN_REDIRECT_URL = "web:home"
