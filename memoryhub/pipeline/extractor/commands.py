@@ -415,33 +415,77 @@ def shell_runs(expanded: Sequence[SourceRecord]) -> list[_Run]:
     return runs
 
 
+_CHAIN = re.compile(r"&&|\|\||;")
+# Steps that only prepare the next command (where it runs, its environment): they stay with it.
+_SETUP = frozenset({"cd", "pushd", "export", "source", ".", "set", "nvm", "conda", "workon"})
+
+
+def _segments(command: str) -> list[str]:
+    """The command line cut at `&&`, `||` and `;` outside quotes (a pipe stays in its part)."""
+    pieces, start, quote = [], 0, ""
+    for match in re.finditer(r"""['"]|&&|\|\||;""", command):
+        token = match.group()
+        if token in "'\"":
+            quote = "" if quote == token else (quote or token)
+        elif not quote:
+            pieces.append(command[start : match.start()])
+            start = match.end()
+    pieces.append(command[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def command_units(command: str) -> list[tuple[str, str, str]]:
+    """(text, family key, category) of each thing a shell line does that is worth keeping.
+
+    A chained line (`pnpm lint && pnpm run deploy:staging`) is cut into its commands, and each
+    categorised one is a unit of its own with the setup steps before it (`cd web && pnpm lint`):
+    joined, a lint and a deploy would tell agents to deploy whenever they lint. Commands of no
+    category (`git add`, `echo`) are left out of every unit."""
+    if not _CHAIN.search(command):
+        key, category = _classify_command(command)
+        return [(command, key, category)] if category else []
+    units, setup = [], []
+    for segment in _segments(command):
+        words = _split_words(segment)
+        while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+            words = words[1:]
+        if not words or words[0] in _SETUP:
+            setup.append(segment)
+            continue
+        key, category = _classify_command(segment)
+        if category is not None:
+            units.append((" && ".join([*setup, segment]), key, category))
+        setup = []
+    return units
+
+
 def command_memories(runs: Sequence[_Run]) -> list[Draft]:
-    best: dict[str, _Run] = {}
+    best: dict[str, tuple[_Run, str, str]] = {}
     order: list[str] = []
     for run in runs:
-        if not run.ok or run.category is None or len(run.command) > 160 or "\n" in run.command:
+        if not run.ok or len(run.command) > 160 or "\n" in run.command:
             continue
-        current = best.get(run.key)
-        if current is None:
-            order.append(run.key)
-            best[run.key] = run
-        elif len(run.command) < len(current.command):
-            best[run.key] = run
+        for text, key, category in command_units(run.command):
+            current = best.get(key)
+            if current is None:
+                order.append(key)
+                best[key] = (run, text, category)
+            elif len(text) < len(current[1]):
+                best[key] = (run, text, category)
     drafts = []
     for key in order:
-        run = best[key]
-        assert run.category is not None
-        command = redact(run.command)[0]
+        run, text, category = best[key]
+        command = redact(text)[0]
         drafts.append(
             Draft(
                 kind=Kind.PROJECT.value,
-                content=_PHRASES[run.category].format(command),
+                content=_PHRASES[category].format(command),
                 importance=1,
                 record_start=run.use_index,
                 record_end=run.result_index,
                 rule="command",
                 subcategory=Subcategory.OPS.value,
-                title=clip(f"{_TITLES[run.category]}: {command}", MAX_TITLE_CHARS),
+                title=clip(f"{_TITLES[category]}: {command}", MAX_TITLE_CHARS),
                 from_user=False,
             )
         )

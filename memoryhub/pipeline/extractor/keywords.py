@@ -166,6 +166,156 @@ def auto_keywords(text: str, *, fallback: str = "") -> tuple[str, ...]:
     return keywords
 
 
+# Related terms, keyed by bank term (stem or CJK bigram): the words someone may search for when
+# they mean the same thing (synonyms, the family a tool belongs to, English ↔ Chinese).
+_RELATED: dict[str, tuple[str, ...]] = {
+    "postgr": ("postgresql", "database", "数据库"),
+    "postgresql": ("postgres", "database", "数据库"),
+    "sqlite": ("database", "数据库"),
+    "mysql": ("database", "数据库"),
+    "redi": ("cache", "缓存"),
+    "npm": ("node", "javascript", "package-manager"),
+    "pnpm": ("npm", "node", "package-manager"),
+    "yarn": ("npm", "node", "package-manager"),
+    "pip": ("python", "package-manager"),
+    "uv": ("python", "package-manager"),
+    "pytest": ("python", "testing", "测试"),
+    "jest": ("javascript", "testing", "测试"),
+    "test": ("testing", "测试"),
+    "tab": ("indentation", "whitespace", "缩进"),
+    "space": ("indentation", "whitespace", "缩进"),
+    "indent": ("tabs", "whitespace", "缩进"),
+    "makefil": ("make", "build", "构建"),
+    "cent": ("money", "currency", "integer", "金额"),
+    "price": ("money", "currency", "金额"),
+    "amount": ("money", "currency", "金额"),
+    "float": ("decimal", "precision", "浮点"),
+    "env": ("environment", "secrets", "config", "配置"),
+    "secret": ("credentials", "security", "密钥"),
+    "password": ("credentials", "secrets", "密码"),
+    "commit": ("git", "version-control", "提交"),
+    "branch": ("git", "version-control", "分支"),
+    "pull": ("review", "git", "github"),
+    "pr": ("pull-request", "review", "git"),
+    "merg": ("git", "review", "合并"),
+    "lint": ("linter", "style", "代码检查"),
+    "format": ("formatter", "style", "格式化"),
+    "deploy": ("release", "ops", "部署"),
+    "docker": ("container", "容器"),
+    "k8s": ("kubernetes", "cluster"),
+    "kubernet": ("k8s", "cluster"),
+    "ci": ("pipeline", "automation", "持续集成"),
+    "migrat": ("database", "schema", "迁移"),
+    "timezon": ("time", "utc", "时区"),
+    "utc": ("timezone", "time", "时区"),
+    "typescript": ("javascript", "types"),
+    "camelcas": ("naming", "命名"),
+    "snake_cas": ("naming", "命名"),
+    "api": ("endpoint", "接口"),
+    "log": ("logging", "日志"),
+    "数据": ("database",),
+    "据库": ("database",),
+    "测试": ("test", "testing"),
+    "部署": ("deploy", "release"),
+    "缩进": ("indentation", "tabs"),
+    "金额": ("money", "amount"),
+    "价格": ("price", "money"),
+    "浮点": ("float", "decimal"),
+    "分支": ("branch", "git"),
+    "提交": ("commit", "git"),
+    "依赖": ("dependency", "package"),
+    "接口": ("api", "endpoint"),
+    "日志": ("logging", "log"),
+    "配置": ("config", "settings"),
+    "密码": ("password", "secret"),
+    "文档": ("docs", "documentation"),
+}
+# The last resort, so that every memory has MIN_KEYWORDS: words naming its kind, in the
+# memory's language.
+_KIND_WORDS: dict[str, tuple[str, ...]] = {
+    "rule": (
+        "rule",
+        "convention",
+        "team",
+        "project",
+        "standard",
+        "guideline",
+        "policy",
+        "practice",
+    ),
+    "project": (
+        "project",
+        "knowledge",
+        "team",
+        "codebase",
+        "repository",
+        "context",
+        "setup",
+        "fact",
+    ),
+    "user": ("user", "preference", "personal", "taste", "habit", "style", "workflow", "profile"),
+    "feedback": (
+        *("feedback", "correction", "assistant", "behaviour", "interaction", "instruction"),
+        *("style", "collaboration"),
+    ),
+    "reference": (
+        "reference",
+        "docs",
+        "documentation",
+        "link",
+        "resource",
+        "pointer",
+        "guide",
+        "source",
+    ),
+    "lesson": (
+        "lesson",
+        "error",
+        "fix",
+        "pitfall",
+        "troubleshooting",
+        "failure",
+        "workaround",
+        "problem",
+    ),
+}
+_KIND_WORDS_ZH: dict[str, tuple[str, ...]] = {
+    "rule": ("规则", "约定", "规范", "团队", "项目", "准则", "惯例", "要求"),
+    "project": ("项目", "知识", "团队", "代码库", "仓库", "背景", "配置", "事实"),
+    "user": ("用户", "偏好", "个人", "习惯", "风格", "口味", "工作流", "画像"),
+    "feedback": ("反馈", "纠正", "助手", "行为", "交互", "指示", "风格", "协作"),
+    "reference": ("参考", "文档", "资料", "链接", "资源", "指引", "来源", "说明"),
+    "lesson": ("教训", "错误", "修复", "陷阱", "排错", "失败", "绕过", "问题"),
+}
+
+
+def fill_keywords(keywords: tuple[str, ...], content: str, kind: str) -> tuple[str, ...]:
+    """`keywords` completed to MIN_KEYWORDS (the README promises 8 to 13, as an LLM gives):
+    first terms related to those of `content` (_RELATED), then words naming the kind."""
+    out = list(keywords[:MAX_KEYWORDS])
+    seen = {t for k in out for t in tokenize(k)} | {k.casefold() for k in out}
+
+    def add(word: str) -> None:
+        terms = tokenize(word)
+        if len(out) >= MIN_KEYWORDS or not terms or word.casefold() in seen:
+            return
+        if all(t in seen for t in terms):
+            return
+        out.append(word)
+        seen.add(word.casefold())
+        seen.update(terms)
+
+    chinese = bool(CJK.search(content))
+    for term in dict.fromkeys(tokenize(content)):
+        for word in _RELATED.get(term, ()):
+            if chinese or not CJK.search(word):  # Chinese words only for a Chinese memory
+                add(word)
+    table = _KIND_WORDS_ZH if chinese else _KIND_WORDS
+    for word in (*table.get(kind, ()), *_KIND_WORDS.get(kind, _KIND_WORDS["project"])):
+        add(word)
+    return tuple(out)
+
+
 def clip(text: str, limit: int) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     if len(text) <= limit:
@@ -222,7 +372,8 @@ def finalise(drafts: Iterable[Draft]) -> list[ExtractedMemory]:
         title = redact(draft.title or _title_of(draft.content))[0]
         keywords = tuple(
             k for k in (redact(k)[0] for k in auto_keywords(draft.content)) if REDACTED not in k
-        ) or (draft.kind,)
+        )
+        keywords = fill_keywords(keywords, draft.content, draft.kind)
         out.append(
             ExtractedMemory(
                 kind=draft.kind,

@@ -66,6 +66,7 @@ from dataclasses import replace
 
 from memoryhub.memories.kinds import Kind, Subcategory
 from memoryhub.memories.text import STOPWORDS
+from memoryhub.pipeline.extractor.conventions import convention
 from memoryhub.pipeline.extractor.keywords import (
     CJK,
     CJK_FUNCTION,
@@ -74,18 +75,49 @@ from memoryhub.pipeline.extractor.keywords import (
     Draft,
 )
 from memoryhub.pipeline.extractor.records import SourceRecord, clean_user_text, readable_text
+from memoryhub.pipeline.extractor.scope import (
+    fact_subcategory,
+    preference_kind,
+    prohibition_kind,
+    statement_kind,
+)
 from memoryhub.sessions.conversation import text_of
 from memoryhub.sessions.records import (
     ASSISTANT,
     USER,
 )
 
+# --- splitting and filtering sentences --------------------------------------------------------
+
+_VERBS = (
+    r"use|add|import|touch|modify|edit|change|commit|push|merge|call|put|write|create|delete|"
+    r"remove|rename|introduce|install|mock|hardcode|hard-code|store|log|print|disable|skip|bypass|"
+    r"run|deploy|force|force-push|rebase|reformat|upgrade|downgrade|bump|pin|expose|return|catch|"
+    r"swallow|rely|depend|leave|format|generate|send|include|make|let|suggest|apologi[sz]e|"
+    r"explain|summari[sz]e|ask|guess|assume|invent|reply|respond|answer|copy|duplicate|nest|mix|"
+    r"update|overwrite|reuse|inline|block|apply|ship|release|squash|amend|reference|sleep|retry|"
+    r"raise|throw|ignore|silence|suppress|comment|trust|share|leak|paste|upload|open|close|drop|"
+    r"truncate|migrate|alter|query|fetch|access|read|check|hand-edit|define|wrap|start|stop|"
+    r"rewrite|refactor|split|mutate|patch|bypass|vendor|fork|sign|publish|expose"
+)
+# After "don't" / "never": words that do not make a directive ("don't worry", "never mind").
+_NOT_DIRECTIVE = (
+    r"know|knew|known|think|thought|worry|see|saw|seen|have|had|has|mind|care|understand|"
+    r"understood|get|got|need|want|like|remember|recall|believe|feel|felt|forget|bother|"
+    r"hesitate|panic|rush|sweat|mean|meant|agree|matter|seem|be|been|was|were|expect|hear|"
+    r"heard|notice|realize|realise|did|do|does|again|worked|works|happened|tried|used|really|"
+    r"quite|just|necessarily|even|actually|always|usually|yet|wait|stress|say|said|ask\s+why|"
+    r"change\s+anything"
+)
+# ", never" starts a clause of its own only before a verb ("…, never use SQLite"): "X, never Y"
+# with a noun is one convention ("Indent with tabs, never spaces, in the Makefile").
 _SENTENCE_SPLIT = re.compile(
-    r"""(?<=[.!?])\s+(?=\S)
+    rf"""(?<=[.!?])\s+(?=\S)
       | (?<=[。！？；;])\s*
       | \n+
       | ,\s*(?:and\s+)?
-        (?=(?:please|also|always|never|don'?t|do\s+not|stop|i|i'd|i'm|we|we're|our)\b)
+        (?=(?:please|also|always|never\s+(?:ever\s+)?(?:{_VERBS})|don'?t|do\s+not|stop|i|i'd|i'm|
+            we|we're|our)\b)
       | [，,]\s*(?=(?:不要|别再|别(?![的人处])|禁止|不许|不准|严禁|千万别|千万不要|不能再))
     """,
     re.VERBOSE | re.IGNORECASE,
@@ -93,7 +125,7 @@ _SENTENCE_SPLIT = re.compile(
 _FILLER = re.compile(
     r"""^(?:(?:oh|ok|okay|also|and|but|btw|by\s+the\s+way|one\s+more\s+thing|another\s+thing|
         hey|so|well|alright|great|thanks|thank\s+you|cool|nice|perfect|good|yes|yeah|yep|sure|
-        honestly|frankly|personally|tbh|looks\s+good|lgtm|fyi)\b[\s,:;!.\-–—]*)+""",
+        honestly|frankly|personally|tbh|looks\s+good|lgtm|fyi|ugh|argh|sigh|right)\b[\s,:;!.\-–—]*)+""",
     re.VERBOSE | re.IGNORECASE,
 )
 _FILLER_ZH = re.compile(
@@ -142,26 +174,15 @@ def _is_question(sentence: str) -> bool:
 
 # --- the sentence rules -------------------------------------------------------------------------
 
-_VERBS = (
-    r"use|add|import|touch|modify|edit|change|commit|push|merge|call|put|write|create|delete|"
-    r"remove|rename|introduce|install|mock|hardcode|hard-code|store|log|print|disable|skip|bypass|"
-    r"run|deploy|force|force-push|rebase|reformat|upgrade|downgrade|bump|pin|expose|return|catch|"
-    r"swallow|rely|depend|leave|format|generate|send|include|make|let|suggest|apologi[sz]e|"
-    r"explain|summari[sz]e|ask|guess|assume|invent|reply|respond|answer|copy|duplicate|nest|mix|"
-    r"update|overwrite|reuse|inline|block|apply|ship|release|squash|amend|reference|sleep|retry|"
-    r"raise|throw|ignore|silence|suppress|comment|trust|share|leak|paste|upload|open|close|drop|"
-    r"truncate|migrate|alter|query|fetch|access|read|check|hand-edit|define|wrap|start|stop|"
-    r"rewrite|refactor|split|mutate|patch|bypass|vendor|fork|sign|publish|expose"
-)
 _TEMPORAL = (
     r"(?:(?:from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|"
     r"henceforth)\s*,?\s*)?"
 )
 _PROHIBIT_EN = re.compile(
     rf"""^{_TEMPORAL}(?:please\s+)?(?:
-        never\s+(?:ever\s+)?(?:{_VERBS})\b
+        never\s+(?:ever\s+)?(?!(?:{_NOT_DIRECTIVE})\b)[`.\w]
       | (?:don'?t|do\s+not)\s+ever\b
-      | (?:don'?t|do\s+not)\s+(?:{_VERBS})\b
+      | (?:don'?t|do\s+not)\s+(?!(?:{_NOT_DIRECTIVE})\b)[a-z]
       | stop\s+\w+ing\b
       | avoid\s+\w
       | (?:you|we)\s+(?:must|should|shall)\s*(?:not|never)\b
@@ -210,6 +231,7 @@ _PREF_EN = re.compile(
       | (?:please\s+)?(?:always|from\s+now\s+on|going\s+forward|moving\s+forward|henceforth|
             by\s+default)\b
       | (?:please\s+)?make\s+sure\s+(?:to\s+|you\s+)?always\b
+      | (?:whenever|every\s+time|each\s+time|any\s+time)\s+(?:you|we|someone|anyone)\b
       | in\s+(?:the\s+)?future\s*,?\s*(?:please\s+)?
             (?:use|run|write|put|add|keep|ask|make|prefer|always|stick)\b
     )""",
@@ -224,7 +246,7 @@ _PREF_VAGUE_OBJECT = re.compile(
 _PREF_ZH = re.compile(
     r"^(?:我(?:个人|一般|通常|平时|一直|比较|更|还是|都)*(?:喜欢|习惯|偏好|倾向于?|偏向)"
     r"|我(?:不太|不)喜欢|我讨厌"
-    r"|(?:以后|今后|往后|从现在起)[^，。,；;]{0,10}?(?:都|一律|统一|每次|全部|尽量|记得|请|始终|总是|必须|一定)"
+    r"|(?:以后|今后|往后|从现在起)[^，。,；;]{0,10}?(?:都|一律|统一|每次|全部|尽量|记得|请|始终|总是|必须|一定|先)"
     r"|(?:请)?(?:每次|一律|统一|始终|总是|永远)都?(?:用|使用|要|先|把|写|跑|保持|加|按)"
     r"|(?:请)?记得(?:每次|都|总是|以后)"
     r"|默认都?(?:用|使用))"
@@ -243,6 +265,9 @@ _PROFILE = re.compile(
       | i\s+work\s+(?:on|at|in|for)\b
       | my\s+role\s+is\b
       | i(?:'m|\s+am)\s+responsible\s+for\b
+      | i\s+(?:maintain|own|lead|run)\s+(?:the\s+)?[\w'-]+(?:\s+[\w'-]+){0,3}\s+
+            (?:team|libraries|library|services?|platform|apps?|squad)\b
+      | i(?:'m|\s+am)\s+(?:on|in)\s+the\s+[\w-]+(?:\s+[\w-]+)?\s+(?:team|squad|group)\b
       | 我是(?:一[名个位])?\S{0,12}(?:工程师|开发|程序员|学生|负责人|设计师|运维|架构师|经理|产品)
       | 我负责)""",
     re.VERBOSE | re.IGNORECASE,
@@ -279,7 +304,11 @@ _REF_MARKER = re.compile(
 
 _FACT_EN = re.compile(
     r"""\b(?:
-        we(?:'re|\s+are)?\s+(?:use|using|run|running|deploy|deploying|host|hosting|store|storing|
+        we(?:'re|\s+are)\s+on\s+(?!(?:it|the\s+same|a\s+deadline|track|board|call|vacation|
+            holiday|leave|the\s+way|our\s+way|top)\b)[\w`]
+      | we(?:'re|\s+are)?\s+(?:always\s+|usually\s+|only\s+|all\s+|generally\s+|normally\s+|
+            typically\s+|exclusively\s+|still\s+|now\s+)?
+            (?:use|using|run|running|deploy|deploying|host|hosting|store|storing|
             keep|build|ship|target|targeting|support|rely\s+on|depend\s+on|standardi[sz]e\s+on)\s+
             (?!it\b|this\b|that\b|them\b|these\b|those\b|out\b|into\b|a\s+lot\b|late\b|low\b)
       | we(?:'ve|\s+have)?\s+
@@ -310,16 +339,20 @@ _LOCATION_EN = re.compile(
 )
 _FACT_ZH = re.compile(
     r"(?:我们|咱们|本项目|这个项目|该项目|项目|这个仓库|我们项目|我们团队|团队|公司)"
-    r"(?:里|中|这边|现在|目前|一直|都|统一|主要|的服务|的代码|线上)*"
+    r"(?:里|中|这边|现在|目前|一直|都|统一|主要|的服务|的代码|线上|前端|后端|服务端|客户端|"
+    r"本地|测试环境|\s?CI\s?里|所有服务|全部服务)*"
     r"(?:用的是|使用的是|用|使用|采用|基于|依赖|部署在|部署到|跑在|托管在|选择了|选了|决定|定了|改用|"
     r"换成了?|迁移到了?)(?![一这那它])"
-    r"|我们的\S{1,12}?(?:是|都是|在|用|放在|跑在|部署在|都部署在|都跑在)"
+    r"|我们的[^，。,；;？?]{1,12}?(?:是|都是|在|用|放在|跑在|部署在|都部署在|都跑在)"
+    r"|项目是[^，。,；;？?]{1,24}?(?:写的|开发的|做的|搭的|构建的)"
 )
 _LOCATION_ZH = re.compile(
     rf"^(?!.*(?:问题|错误|报错|异常|bug)\S{{0,3}}在)\S{{1,20}}?(?:在|放在|位于)\s*`?{_PATH}`?\s*(?:里|下|中|目录|文件)"
 )
 _REMEMBER = re.compile(
-    r"^(?:please\s+)?(?:remember|keep\s+in\s+mind|note|for\s+the\s+record|important)\s*(?:that\b|:|,|-|—|–)\s*"
+    r"^(?:please\s+)?(?:remember|keep\s+in\s+mind|note|for\s+the\s+record|important|heads\s+up|"
+    r"fwiw|for\s+context|just\s+so\s+you\s+know|for\s+your\s+information|worth\s+knowing)"
+    r"\s*(?:that\b|:|,|-|—|–)\s*"
     r"|^(?:请)?(?:记住|记一下|注意)\s*[:：，,]?\s*",
     re.IGNORECASE,
 )
@@ -345,60 +378,16 @@ _TODO_ZH = re.compile(
 )
 _TODO_PREFIX = re.compile(r"^(?:todo|to-do|fixme)\b\s*[:\-–—]?\s*", re.IGNORECASE)
 
-_PROJECT_SCOPE = re.compile(
-    r"\bin\s+(?:this|the|our)\s+(?:repo|repository|project|codebase|code\s*base)\b|\bacross\s+the\s+"
-    r"(?:repo|codebase)\b|项目里|项目中|仓库里|代码里|代码库|这个项目|本项目|整个项目",
-    re.IGNORECASE,
-)
-_INTERACTION = re.compile(
-    r"""\b(?:ask(?:ing)?\s+me|asking|check\s+with\s+me|confirm\s+with\s+me|tell\s+me|me\b|my\s+approval|
-        apologi[sz]\w*|explain\w*|summari[sz]\w*|repl(?:y|ies)|respond\w*|answers?|emoji\w*|verbose|
-        chatty|lecture|guess\w*|assum\w*)\b
-      | 问我|跟我确认|和我确认|我同意|我确认|道歉|解释|总结|回复|回答|啰嗦|表情
-      | 擅自|自作主张|未经|废话""",
-    re.VERBOSE | re.IGNORECASE,
-)
-_CODE_WORDS = re.compile(
-    r"""\b(?:import\w*|dependenc(?:y|ies)|librar(?:y|ies)|packages?|modules?|functions?|class(?:es)?|
-        methods?|apis?|endpoints?|tables?|migrations?|schemas?|databases?|db|columns?|models?|orm|
-        quer(?:y|ies)|sql|code|codebase|repo|repository|files?|director(?:y|ies)|folders?|config\w*|
-        settings|variables?|type\s+hints?|types?|mocks?|fixtures?|tests?|logs?|logging|logger|print|
-        exceptions?|globals?|singletons?|decorators?|frameworks?|css|html|components?|hooks?|
-        styles?|branch(?:es)?|main|master|typescript|javascript|python|go|rust|java|yaml|json|
-        secrets?|money|float|floats|int|string|enum|regex|threads?|async|sync|callbacks?|server|
-        prod|production|staging|infra|cluster|laptop|cli|dockerfile|container)\b""",
-    re.VERBOSE | re.IGNORECASE,
-)
-_CODE_WORDS_ZH = re.compile(
-    r"代码|依赖|库|包|函数|类|方法|接口|表|迁移|数据库|字段|模块|文件|目录|配置|测试|变量|类型|注释|日志|"
-    r"组件|样式|分支|主干|框架|脚本|线上|生产|服务器|集群|镜像"
-)
-_IDENTIFIER = re.compile(r"`[^`]+`|\b\w+_\w+\b|\b\w+\.\w+\b|(?:\w+/)+\w*|\b[a-z]+[A-Z]\w*\b")
-_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
-_YOU = re.compile(r"\byou\b|你", re.IGNORECASE)
-
-_DECISION_WORDS = re.compile(
-    r"\b(?:decid\w*|agree\w*|chose|chosen|switch\w*|moved|migrat\w*|standardi[sz]\w*|settled|"
-    r"convention)\b|决定|定了|改用|换成|迁移|统一|约定|选择|选了",
-    re.IGNORECASE,
-)
-_OPS_WORDS = re.compile(
-    r"""\b(?:deploy\w*|ci|cd|pipelines?|github\s+actions|gitlab|jenkins|circleci|servers?|host\w*|
-        prod|production|staging|cloud|clusters?|kubernetes|k8s|docker|compose|fly\.io|heroku|
-        vercel|aws|gcp|azure|airflow|composer|cron|timezone|ports?|infra|terraform|runbook|
-        on-call|monitoring|release\w*|runs\s+on|run\s+on|replicas?|load\s+balancer)\b
-      | 部署|上线|发布|服务器|线上|生产|环境|集群|运维|CI|流水线|监控|镜像|容器|副本|ACK|k8s""",
-    re.VERBOSE | re.IGNORECASE,
-)
 _CORRECTION_EN = re.compile(
     r"""^(?:
-        (?:no+|nope|nah)\b[\s,.!:;\-–—]*
+        (?:no+|nope|nah)\b(?:[\s,.!:;–—]|-(?![-\w]))*
       | (?:that'?s|that\s+is|this\s+is|it'?s|you'?re|you\s+are)\s+(?:not\s+(?:right|correct|true|
-            what\s+i\s+(?:meant|asked|said|wanted))|wrong|incorrect|mistaken)\b[\s,.!:;\-–—]*
-      | wrong\b[\s,.!:;\-–—]*
-      | (?:actually|correction)\b[\s,.!:;\-–—]*
-      | not\s+quite\b[\s,.!:;\-–—]*
-      | (?:i\s+(?:said|told\s+you|meant)|as\s+i\s+said)\b[\s,.!:;\-–—]*
+            what\s+i\s+(?:meant|asked|said|wanted))|wrong|incorrect|mistaken)\b(?:[\s,.!:;–—]|-(?![-\w]))*
+      | wrong\b(?:[\s,.!:;–—]|-(?![-\w]))*
+      | (?:actually|correction)\b(?:[\s,.!:;–—]|-(?![-\w]))*
+      | not\s+quite\b(?:[\s,.!:;–—]|-(?![-\w]))*
+      | (?:i\s+(?:said|told\s+you|meant|keep\s+telling\s+you)|as\s+i\s+said|how\s+many\s+times)
+        \b(?:[\s,.!:;–—]|-(?![-\w]))*
     )""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -426,6 +415,13 @@ _EMPHATIC = re.compile(
     r"\b(?:again|already|told\s+you|i\s+said|every\s+time|keep\s+(?:doing|making))\b|又|再次|说过|多少次|每次都",
     re.IGNORECASE,
 )
+# What a correction prescribes rather than describes ("should render…", "never…", "不要…").
+_NORMATIVE = re.compile(
+    r"\b(?:should|must|mustn'?t|shouldn'?t|never|always|don'?t|do\s+not|only|instead)\b"
+    r"|^(?:use|keep|put|store|write|call|run|leave|return)\b"
+    r"|应该|必须|务必|一律|统一|不要|别|只能|只用|要用|得用",
+    re.IGNORECASE,
+)
 _ASKED = re.compile(
     r"\?\s*$|？\s*$|\b(?:should\s+i|do\s+you\s+want|would\s+you\s+like|shall\s+i)\b|要不要|是否需要|吗[？?]?\s*$",
     re.IGNORECASE,
@@ -433,10 +429,11 @@ _ASKED = re.compile(
 
 
 def _finish(sentence: str) -> str:
-    text = re.sub(r"\s+", " ", sentence).strip().strip(",，;；:：-–— ")
+    text = re.sub(r"\s+", " ", sentence).strip().rstrip(",，;；:：-–— ")
+    text = re.sub(r"^(?:[,，;；:：–— ]|-(?![-\w]))+", "", text)  # keep "--json", "-race"
     if not text:
         return ""
-    if not (len(text) > 1 and text[1].isupper()):  # leave "iOS", "eBPF" alone
+    if text[0].isalpha() and not (len(text) > 1 and text[1].isupper()):  # "iOS", "eBPF"
         text = text[0].upper() + text[1:]
     if (text[-1].isascii() and text[-1].isalnum() or text[-1] in ")`'\"") and not CJK.search(text):
         text += "."
@@ -470,35 +467,6 @@ def _is_vague(sentence: str, trigger: str) -> bool:
     if not _VAGUE.search(sentence):
         return False
     return not _substance(_VAGUE.sub(" ", sentence), trigger)
-
-
-def _fact_subcategory(text: str) -> str:
-    if _DECISION_WORDS.search(text):
-        return Subcategory.DECISIONS.value
-    if _OPS_WORDS.search(text):
-        return Subcategory.OPS.value
-    return Subcategory.STRUCTURE.value
-
-
-def _prohibition_kind(text: str) -> str:
-    if _INTERACTION.search(text):
-        return Kind.FEEDBACK.value
-    has_cjk = bool(CJK.search(text))
-    if (
-        _CODE_WORDS.search(text)
-        or _IDENTIFIER.search(text)
-        or (has_cjk and (_CODE_WORDS_ZH.search(text) or _LATIN_WORD.search(text)))
-    ):
-        return Kind.RULE.value
-    return Kind.FEEDBACK.value if _YOU.search(text) else Kind.RULE.value
-
-
-def _preference_kind(text: str) -> str:
-    if _INTERACTION.search(text) and not _PROJECT_SCOPE.search(text):
-        return Kind.FEEDBACK.value
-    if _PROJECT_SCOPE.search(text):
-        return Kind.RULE.value
-    return Kind.USER.value
 
 
 def _is_transient_prohibition(sentence: str) -> bool:
@@ -553,15 +521,8 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
             return replace(inner, importance=max(inner.importance, 3))
         if not _substance(rest):
             return None
-        projectish = (
-            _CODE_WORDS.search(rest)
-            or _CODE_WORDS_ZH.search(rest)
-            or _OPS_WORDS.search(rest)
-            or re.search(r"\b(?:we|our|us)\b|我们|项目", rest, re.I)
-            or (CJK.search(rest) and _LATIN_WORD.search(rest))
-        )
-        if projectish:
-            return draft(Kind.PROJECT.value, "remember", 3, _fact_subcategory(rest), rest)
+        if statement_kind(rest, normative=False) == Kind.PROJECT.value:
+            return draft(Kind.PROJECT.value, "remember", 3, fact_subcategory(rest), rest)
         return draft(Kind.USER.value, "remember", 3, content=rest)
 
     # to-do
@@ -576,7 +537,7 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
         if _substance(s) and not re.match(
             r"^(?:不要|别)(?:急|紧|担心|客气|管|理)", s[prohibition.start() :]
         ):
-            return draft(_prohibition_kind(s), "prohibition", 3)
+            return draft(prohibition_kind(s), "prohibition", 3)
         return None
 
     # preference
@@ -587,7 +548,7 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
         if _TRANSIENT_EN.search(re.sub(r"from\s+now\s+on", " ", s, flags=re.I)):
             return None
         importance = 3 if _STRONG.search(s) else 2
-        return draft(_preference_kind(s), "preference", importance)
+        return draft(preference_kind(s), "preference", importance)
 
     # profile
     if _PROFILE.match(s) and _substance(s):
@@ -612,7 +573,13 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
         assert match is not None
         clause_start = max(s.rfind(sep, 0, match.start()) for sep in "，,;；") + 1
         body = s[clause_start:].strip() if clause_start > 0 else s
-        return draft(Kind.PROJECT.value, "fact", 2, _fact_subcategory(body), body)
+        return draft(Kind.PROJECT.value, "fact", 2, fact_subcategory(body), body)
+
+    # a convention stated without a trigger word
+    found = convention(s)
+    if found is not None and _substance(s):
+        kind, importance, sub = found
+        return draft(kind, "convention", importance, sub)
     return None
 
 
@@ -671,13 +638,19 @@ def _correction(
     ):
         return None, remaining
     importance = 3 if _EMPHATIC.search(stripped) else 2
+    # A correction about the team's project is the team's knowledge (project scope); one about
+    # how the assistant works, or about nothing project-like, is the speaker's feedback.
+    kind = statement_kind(body, normative=bool(_NORMATIVE.search(body)))
+    if kind is None or kind == Kind.USER.value or _FACT_EN.search(body) or _FACT_ZH.search(body):
+        kind = Kind.FEEDBACK.value if kind in (None, Kind.USER.value) else Kind.PROJECT.value
     memory = Draft(
-        kind=Kind.FEEDBACK.value,
+        kind=kind,
         content=_finish(body),
         importance=importance,
         record_start=assistant_index,
         record_end=record_index,
         rule="correction",
+        subcategory=fact_subcategory(body) if kind == Kind.PROJECT.value else "",
     )
     return memory, remaining
 
