@@ -10,8 +10,12 @@ Secrets: the corpus files hold `{{secret:NAME}}` placeholders, never a secret-sh
 so that secret scanners have nothing to flag (as in tests/secrets_corpus.py). The loader puts
 deterministic fake values in their place (`FAKE_SECRETS`, prefixes split in the source).
 
-Scoring: a predicted memory is a true positive when its kind is the planted kind and every
-`must_contain` substring occurs in its content (case-insensitive). Each planted memory is
+    .venv/bin/python bench/extractor_quality.py --compare DIR   # DIR holds another memoryhub/
+
+Scoring: a predicted memory is a true positive when its kind is the planted kind (or one of its
+`also_kinds`: a few held-out statements are both a fact about the team and a rule of it, and
+either kind gives the same project scope) and every `must_contain` substring occurs in its
+content (case-insensitive). Each planted memory is
 matched at most once, and each prediction too (a maximum bipartite matching, so the order of
 the predictions does not matter). Everything predicted and unmatched is a false positive, even
 if it looks harmless: the corpus labels what a careful reviewer would keep. A distractor hit is
@@ -28,16 +32,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import string
+import subprocess
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import memoryhub.pipeline.extractor as extractor_package
 from memoryhub.pipeline.extractor import ExtractedMemory, SourceRecord, extract, source_records
 from memoryhub.sessions.records import record_from_dict
 
@@ -159,9 +167,8 @@ def load_corpus(directory: Path = CORPUS) -> list[Session]:
 
 def _matches(memory: ExtractedMemory, planted: dict[str, Any]) -> bool:
     content = memory.content.lower()
-    return memory.kind == planted["kind"] and all(
-        s.lower() in content for s in planted["must_contain"]
-    )
+    kinds = {planted["kind"], *planted.get("also_kinds", ())}
+    return memory.kind in kinds and all(s.lower() in content for s in planted["must_contain"])
 
 
 def _max_matching(
@@ -307,25 +314,89 @@ def render(report: Report, *, details: bool = False) -> str:
     return "\n".join(out)
 
 
+def _tally_json(t: Tally) -> dict[str, Any]:
+    return {
+        "precision": t.precision,
+        "recall": t.recall,
+        "predicted": t.predicted,
+        "planted": t.planted,
+        "true_positives": t.tp,
+    }
+
+
+def _other_extractor(directory: Path) -> dict[str, Any]:
+    """The numbers of the extractor in `directory` (e.g. an export of main) on this corpus:
+    this script again in a child process whose `memoryhub` package is imported from there."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{directory.resolve()}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "other.json"
+        subprocess.run(  # noqa: S603 - our own script and interpreter
+            [sys.executable, __file__, "--json", str(out), "--quiet"], env=env, check=True
+        )
+        data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    package = data.get("package", "")
+    if not package.startswith(str(directory.resolve())):
+        raise SystemExit(f"--compare: the child imported memoryhub from {package}, not {directory}")
+    return data
+
+
+def render_comparison(before: dict[str, Any], after: Report, label: str) -> str:
+    """Side by side: the other extractor's numbers and this one's, per split and language."""
+    rows = [("overall", before, after.overall)]
+    rows += [
+        (f"split: {k}", before["by_split"].get(k), t) for k, t in sorted(after.by_split.items())
+    ]
+    rows += [
+        (f"language: {k}", before["by_language"].get(k), t)
+        for k, t in sorted(after.by_language.items())
+    ]
+    out = [
+        f"Side by side, one run, same corpus and labels ({label} → this checkout):",
+        "",
+        "| scope | planted | before: predicted | precision | recall | after: predicted | "
+        "precision | recall |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, old, new in rows:
+        if old is None:
+            continue
+        out.append(
+            f"| {name} | {new.planted} | {old['predicted']} | {_pct(old['precision'])} | "
+            f"{_pct(old['recall'])} | {new.predicted} | {_pct(new.precision)} | "
+            f"{_pct(new.recall)} |"
+        )
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--details", action="store_true", help="list misses and false positives")
     parser.add_argument("--json", type=Path, help="also write the numbers as JSON")
+    parser.add_argument(
+        "--compare", type=Path, metavar="DIR", help="also score the extractor of DIR/memoryhub"
+    )
+    parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     report = score(load_corpus())
-    print(render(report, details=args.details))
+    if not args.quiet:
+        print(render(report, details=args.details))
+    if args.compare:
+        print()
+        print(render_comparison(_other_extractor(args.compare), report, str(args.compare)))
     if args.json:
         data = {
+            "package": str(Path(extractor_package.__file__).resolve().parent),
             "precision": report.overall.precision,
             "recall": report.overall.recall,
             "predicted": report.overall.predicted,
             "planted": report.overall.planted,
             "true_positives": report.overall.tp,
             "distractor_hits": report.distractor_hits,
-            "by_split": {
-                k: {"precision": t.precision, "recall": t.recall}
-                for k, t in report.by_split.items()
-            },
+            "by_split": {k: _tally_json(t) for k, t in report.by_split.items()},
+            "by_language": {k: _tally_json(t) for k, t in report.by_language.items()},
             "by_kind": {
                 k: {
                     "precision": t.precision,

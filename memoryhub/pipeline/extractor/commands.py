@@ -438,7 +438,8 @@ def command_units(command: str) -> list[tuple[str, str, str]]:
     """(text, family key, category) of each thing a shell line does that is worth keeping.
 
     A chained line (`pnpm lint && pnpm run deploy:staging`) is cut into its commands, and each
-    categorised one is a unit of its own with the setup steps before it (`cd web && pnpm lint`):
+    categorised one is a unit of its own with the setup steps before it (`cd web && pnpm lint`;
+    a `cd` or `export` holds for every command after it):
     joined, a lint and a deploy would tell agents to deploy whenever they lint. Commands of no
     category (`git add`, `echo`) are left out of every unit."""
     if not _CHAIN.search(command):
@@ -453,9 +454,8 @@ def command_units(command: str) -> list[tuple[str, str, str]]:
             setup.append(segment)
             continue
         key, category = _classify_command(segment)
-        if category is not None:
+        if category is not None:  # a `cd` or `export` holds for the rest of the line
             units.append((" && ".join([*setup, segment]), key, category))
-        setup = []
     return units
 
 

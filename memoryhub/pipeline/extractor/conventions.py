@@ -47,6 +47,7 @@ _STRONG_EN = re.compile(r"\b(?:always|never|must|mustn'?t|exclusively)\b", re.IG
 _CONTRAST_ZH = re.compile(
     r"[，,、]\s*(?:而)?(?:不是|不用|不走|不直接|不能|不许|不准|不再|别用|别直接|禁止)|而不是|而非"
 )
+_PRESCRIBES_ZH = re.compile(r"[，,、]\s*(?:不用|不走|不直接|不能|不许|不准|不再|别用|别直接|禁止)")
 _NORM_ZH = re.compile(r"一律|统一|必须|务必|都要|只能|只用|只走|只允许|每次都")
 _STRONG_ZH = re.compile(r"一律|必须|务必|严禁|禁止")
 _CONVENTION_VERB = (
@@ -116,6 +117,7 @@ def convention(sentence: str) -> tuple[str, int, str] | None:
     normative = (
         imperative
         or bool(norm)
+        or bool(zh and _PRESCRIBES_ZH.search(sentence))
         or bool(re.search(r"\bnever\b", sentence, re.I))
         or not _DESCRIBES.search(sentence)  # "Tabs, not spaces, for the frontend": verbless
     )

@@ -102,7 +102,8 @@ OPS_WORDS = re.compile(
     r"""\b(?:deploy\w*|ci|cd|pipelines?|github\s+actions|gitlab|jenkins|circleci|servers?|host\w*|
         prod|production|staging|cloud|clusters?|kubernetes|k8s|docker|compose|fly\.io|heroku|
         vercel|aws|gcp|azure|airflow|composer|cron|timezone|ports?|infra|terraform|runbook|
-        on-call|monitoring|release\w*|runs\s+on|run\s+on|replicas?|load\s+balancer)\b
+        on-call|monitoring|release\w*|runs\s+on|run\s+on|replicas?|load\s+balancer|schedul\w*|
+        time\s+zones?|utc)\b
       | 部署|上线|发布|服务器|线上|生产|环境|集群|运维|CI|流水线|监控|镜像|容器|副本|ACK|k8s""",
     re.VERBOSE | re.IGNORECASE,
 )

@@ -422,6 +422,11 @@ _NORMATIVE = re.compile(
     r"|应该|必须|务必|一律|统一|不要|别|只能|只用|要用|得用",
     re.IGNORECASE,
 )
+_SAY_AGAIN = re.compile(
+    r"^(?:我(?:又|再|再次)?(?:说|讲)(?:了)?(?:一|多少)?(?:遍|次)|i(?:'ll|\s+will)?\s+say\s+it\s+again|again)"
+    r"[：:，,!！\s]*",
+    re.IGNORECASE,
+)
 _ASKED = re.compile(
     r"\?\s*$|？\s*$|\b(?:should\s+i|do\s+you\s+want|would\s+you\s+like|shall\s+i)\b|要不要|是否需要|吗[？?]?\s*$",
     re.IGNORECASE,
@@ -626,9 +631,11 @@ def _correction(
         or _HEDGE.search(body)
         or _TRANSIENT_REPLY.match(body)
         or not _substance(body)
-        or not (_ASSERTION.search(body) or _CONTRAST.search(body))
     ):
         return None, remaining if head else text
+    if not (_ASSERTION.search(body) or _CONTRAST.search(body)):
+        # not a correction, but it may hold a rule of its own ("No, don't X in replies")
+        return None, rest if head else text
     answered_question = bool(_ASKED.search(assistant_text))
     if (
         answered_question
@@ -640,8 +647,9 @@ def _correction(
     importance = 3 if _EMPHATIC.search(stripped) else 2
     # A correction about the team's project is the team's knowledge (project scope); one about
     # how the assistant works, or about nothing project-like, is the speaker's feedback.
-    kind = statement_kind(body, normative=bool(_NORMATIVE.search(body)))
-    if kind is None or kind == Kind.USER.value or _FACT_EN.search(body) or _FACT_ZH.search(body):
+    about = _SAY_AGAIN.sub("", body)
+    kind = statement_kind(about, normative=bool(_NORMATIVE.search(about)))
+    if kind is None or kind == Kind.USER.value or _FACT_EN.search(about) or _FACT_ZH.search(about):
         kind = Kind.FEEDBACK.value if kind in (None, Kind.USER.value) else Kind.PROJECT.value
     memory = Draft(
         kind=kind,
