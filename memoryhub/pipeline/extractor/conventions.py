@@ -41,14 +41,25 @@ _CONTRAST_EN = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 _NORM_EN = re.compile(
-    r"\b(?:always|never|must|mustn'?t|every|exclusively|whenever)\b", re.IGNORECASE
+    r"\b(?:always|never|must|mustn'?t|every|everything|anything|each|exclusively|whenever|nobody|"
+    r"no\s+one|go(?:es)?\s+through|lands?\s+(?:through|via))\b",
+    re.IGNORECASE,
 )
 _STRONG_EN = re.compile(r"\b(?:always|never|must|mustn'?t|exclusively)\b", re.IGNORECASE)
-_CONTRAST_ZH = re.compile(
-    r"[，,、]\s*(?:而)?(?:不是|不用|不走|不直接|不能|不许|不准|不再|别用|别直接|禁止)|而不是|而非"
+# "，不引入…", "日志里不打…": a negated verb after a comma or a place says what not to do.
+_NEGATED_VERB_ZH = (
+    r"(?:[，,、]\s*|(?<=[里中上下内]))(?:而)?(?:不|别|禁止|不能|不许|不准|不再)(?:要)?"
+    r"(?:用|走|直接|打印?|写|放|存|提交|推|传|带|输出|记录|暴露|引入|发|改|加|建|开)"
 )
-_PRESCRIBES_ZH = re.compile(r"[，,、]\s*(?:不用|不走|不直接|不能|不许|不准|不再|别用|别直接|禁止)")
-_NORM_ZH = re.compile(r"一律|统一|必须|务必|都要|只能|只用|只走|只允许|每次都")
+_CONTRAST_ZH = re.compile(
+    r"[，,、]\s*(?:而)?(?:不是|不用|不走|不直接|不能|不许|不准|不再|别用|别直接|禁止)|而不是|而非|"
+    + _NEGATED_VERB_ZH
+)
+_PRESCRIBES_ZH = re.compile(_NEGATED_VERB_ZH)
+_NORM_ZH = re.compile(
+    r"一律|统一|必须|务必|都要|只能|只用|只走|只在|只允许|每次都|按照?[^，。,；;]{1,30}?(?:来|写|走|执行)"
+    r"|遵循|遵守"
+)
 _STRONG_ZH = re.compile(r"一律|必须|务必|严禁|禁止")
 _CONVENTION_VERB = (
     r"use|store|keep|indent|name|write|put|place|format|run|open|go\s+through|stick|return|log|"
@@ -88,6 +99,20 @@ _DESCRIBES = re.compile(
     r"|是|在|用|走|跑|放|存|叫|有",
     re.IGNORECASE,
 )
+# How the speaker wants replies ("Keep replies short", "回复我的时候简短一点"): standing feedback.
+_REPLY_STYLE = re.compile(
+    r"^(?:please\s+)?(?:keep|make|be|stay)\s+(?:your\s+|the\s+|my\s+)?"
+    r"(?:replies|answers|responses|messages|explanations|summaries)\b"
+    r"|^(?:回复|回答)(?:我)?(?:的时候)?(?:请)?(?:尽量)?(?:简短|简洁|精简|短一点|用中文|用英文)",
+    re.IGNORECASE,
+)
+# Workflow verbs whose bare use states how the team works ("Squash-merge, with the ticket id in
+# the title", "Prefix migrations with the date"); with a determiner they are tasks ("merge the PR").
+_WORKFLOW_IMPERATIVE = re.compile(
+    r"^(?:please\s+)?(?:squash(?:-merge)?|rebase|indent|prefix|sign|tag|commit)\b"
+    r"(?!\s+(?:the|this|that|it|these|those|my|your|a|an)\b)",
+    re.IGNORECASE,
+)
 _TEAM_SUBJECT = re.compile(r"^(?:we|we're|our|the\s+team)\b|^(?:我们|咱们|团队)", re.IGNORECASE)
 _TRANSIENT = re.compile(
     r"\b(?:yet|for\s+now|right\s+now|this\s+time|today|tonight|tomorrow|at\s+the\s+moment|"
@@ -100,9 +125,15 @@ _TRANSIENT = re.compile(
 def convention(sentence: str) -> tuple[str, int, str] | None:
     """(kind, importance, subcategory) of a convention stated without a trigger word, or None
     (see the module docstring)."""
+    if _REPLY_STYLE.match(sentence) and not _TRANSIENT.search(sentence):
+        return Kind.FEEDBACK.value, 2, ""
     zh = bool(CJK.search(sentence))
     contrast = _CONTRAST_EN.search(sentence) or (zh and _CONTRAST_ZH.search(sentence))
-    norm = _NORM_EN.search(sentence) or (zh and _NORM_ZH.search(sentence))
+    norm = (
+        _NORM_EN.search(sentence)
+        or (zh and _NORM_ZH.search(sentence))
+        or _WORKFLOW_IMPERATIVE.match(sentence)
+    )
     if not (contrast or norm) or _TRANSIENT.search(sentence):
         return None
     latin_start = re.match(r"[\s`\"'(]*[A-Za-z]", sentence)

@@ -73,7 +73,9 @@ CODE_WORDS_ZH = re.compile(
     r"组件|样式|分支|主干|框架|脚本|线上|生产|服务器|集群|镜像|提交|合并|缩进|命名|格式|金额|价格|"
     r"时区|时间戳|密钥|密码|凭证|环境|本地|开发|构建|打包|发版|版本|文档|前端|后端|仓库"
 )
-IDENTIFIER = re.compile(r"`[^`]+`|\b\w+_\w+\b|\b\w+\.\w+\b|(?:\w+/)+\w*|\b[a-z]+[A-Z]\w*\b")
+IDENTIFIER = re.compile(
+    r"`[^`]+`|\b\w+_\w+\b|\b\w+\.\w+\b|(?:\w+/)+\w*|\b[a-z]+[A-Z]\w*\b|\b\w+\(\)"
+)
 LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _YOU = re.compile(r"\byou\b|你", re.IGNORECASE)
 _TEAM = re.compile(
@@ -86,13 +88,18 @@ _FIRST_PERSON_TASTE = re.compile(
     r"""^(?:i\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|much\s+|always\s+)?
             (?:prefer|like|love|hate|dislike|enjoy|can'?t\s+stand|cannot\s+stand)\b
       | i'?d\s+(?:much\s+)?(?:rather|prefer)\b | i\s+would\s+(?:much\s+)?(?:rather|prefer)\b
+      | i\s+(?:find|tend\s+to|lean\s+towards?)\b
+      | i'?m\s+(?:not\s+)?a\s+(?:big\s+|huge\s+)?fan\s+of\b
+      | i'?d\s+(?:go\s+with|pick|choose|stick\s+with|appreciate\s+it\s+if)\b
       | my\s+(?:strong\s+|personal\s+)?preference\b
       | i\s+(?:always|usually|generally|normally|typically)\b
       | i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+like\b | i'?m\s+used\s+to\b
-      | 我(?:个人|一般|通常|平时|一直|比较|更|还是|都)*
+      | 我(?!们)(?:个人|一般|通常|平时|一直|比较|更|还是|都)*[^，。,；;？?！!]{0,12}?
             (?:喜欢|习惯|偏好|倾向|偏向|不太喜欢|不喜欢|讨厌))""",
     re.VERBOSE | re.IGNORECASE,
 )
+# "I'd appreciate it if you didn't reformat…": the speaker asking the assistant to work a way.
+_ASKS_YOU = re.compile(r"^i'?d\s+(?:appreciate\s+it|like\s+it|prefer\s+it)\s+if\s+you\b", re.I)
 DECISION_WORDS = re.compile(
     r"\b(?:decid\w*|agree\w*|chose|chosen|switch\w*|moved|migrat\w*|standardi[sz]\w*|settled|"
     r"convention)\b|决定|定了|改用|换成|迁移|统一|约定|选择|选了",
@@ -157,7 +164,7 @@ def prohibition_kind(text: str) -> str:
 def preference_kind(text: str) -> str:
     """feedback about the interaction; user for the speaker's own taste (unless it names the
     repository); rule for the team's conventions; user otherwise."""
-    if is_interaction(text):
+    if is_interaction(text) or _ASKS_YOU.match(text):
         return Kind.FEEDBACK.value
     if PROJECT_SCOPE.search(text):
         return Kind.RULE.value

@@ -227,6 +227,9 @@ _PREF_EN = re.compile(
       | i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+like\b
       | i\s+(?:hate|dislike|can'?t\s+stand|cannot\s+stand)\b
       | i\s+want\s+you\s+to\s+always\b
+      | i\s+(?:find|tend\s+to|lean\s+towards?)\b
+      | i'?m\s+(?:not\s+)?(?:a\s+(?:big\s+|huge\s+)?fan\s+of)\b
+      | i'?d\s+(?:go\s+with|pick|choose|stick\s+with|appreciate\s+it\s+if)\b
       | i'?m\s+used\s+to\b
       | (?:please\s+)?(?:always|from\s+now\s+on|going\s+forward|moving\s+forward|henceforth|
             by\s+default)\b
@@ -238,13 +241,14 @@ _PREF_EN = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 _PREF_VAGUE_OBJECT = re.compile(
-    r"""^(?:i\s+\w+\s+(?:to\s+)?|i'?d\s+\w+\s+|my\s+preference\s+is\s+)
+    r"""^(?!i'?d\s+appreciate\s+it\s+if\b)(?:i\s+\w+\s+(?:to\s+)?|i'?d\s+\w+\s+|my\s+preference\s+is\s+)
         (?:this|that|it|these|those|your|yours|the\s+(?:first|second|third|last|other|previous|new|old)
            (?:\s+(?:one|option|approach|version|way))?|this\s+one|that\s+one)\b""",
     re.VERBOSE | re.IGNORECASE,
 )
 _PREF_ZH = re.compile(
-    r"^(?:我(?:个人|一般|通常|平时|一直|比较|更|还是|都)*(?:喜欢|习惯|偏好|倾向于?|偏向)"
+    r"^(?:我(?!们)(?:个人|一般|通常|平时|一直|比较|更|还是|都)*[^，。,；;？?！!]{0,12}?"
+    r"(?:喜欢|习惯|偏好|倾向于?|偏向)"
     r"|我(?:不太|不)喜欢|我讨厌"
     r"|(?:以后|今后|往后|从现在起)[^，。,；;]{0,10}?(?:都|一律|统一|每次|全部|尽量|记得|请|始终|总是|必须|一定|先)"
     r"|(?:请)?(?:每次|一律|统一|始终|总是|永远)都?(?:用|使用|要|先|把|写|跑|保持|加|按)"
@@ -347,12 +351,33 @@ _FACT_ZH = re.compile(
     r"|项目是[^，。,；;？?]{1,24}?(?:写的|开发的|做的|搭的|构建的)"
 )
 _LOCATION_ZH = re.compile(
-    rf"^(?!.*(?:问题|错误|报错|异常|bug)\S{{0,3}}在)\S{{1,20}}?(?:在|放在|位于)\s*`?{_PATH}`?\s*(?:里|下|中|目录|文件)"
+    rf"^(?!.*(?:问题|错误|报错|异常|bug)\S{{0,3}}在)\S{{1,20}}?(?:在|放在|位于|放到?|存到?|存放在)\s*`?{_PATH}`?\s*"
+    r"(?:里|下面?|中|目录|文件)"
+)
+# A descriptive statement of where something comes from, runs or is sent, naming a system: "Secrets
+# come from Vault at deploy time", "告警都发到 #ops-alerts 频道".
+_SOURCE_EN = re.compile(
+    r"""^(?!(?:the\s+)?(?:bug|error|issue|problem|typo|crash|failure|change|fix|diff|regression|
+            exception|test|build)s?\b)(?!(?:it|this|that|i|you|he|she|they)\b)
+        (?:[\w`.-]+\s+){1,4}?(?:comes?\s+from|runs?\s+on|are\s+hosted\s+on|is\s+hosted\s+on|
+        are\s+sent\s+to|is\s+sent\s+to|goes\s+to|go\s+to|are\s+pulled\s+from|is\s+pulled\s+from|
+        are\s+read\s+from|is\s+read\s+from)\s+(?:the\s+)?(?=[`#]?[A-Z0-9#`]|[\w-]+[._/-]\w)""",
+    re.VERBOSE,
+)
+# "Money in this codebase is integer cents end to end": how things are, in the team's repository.
+_IN_THIS_REPO_EN = re.compile(
+    r"^(?!(?:it|this|that|there|i|you)\b)(?:[\w`.-]+\s+){1,3}in\s+(?:this|the|our)\s+"
+    r"(?:repo|repository|project|codebase|code\s*base|monorepo)\s+(?:is|are|uses?|lives?|goes|go)\b",
+    re.IGNORECASE,
+)
+_SOURCE_ZH = re.compile(
+    r"^(?!.*(?:问题|错误|报错|异常|bug))[^，。,；;？?]{1,12}?都?(?:发到|发送到|来自|从)\s*[#`A-Za-z0-9]"
 )
 _REMEMBER = re.compile(
-    r"^(?:please\s+)?(?:remember|keep\s+in\s+mind|note|for\s+the\s+record|important|heads\s+up|"
-    r"fwiw|for\s+context|just\s+so\s+you\s+know|for\s+your\s+information|worth\s+knowing)"
-    r"\s*(?:that\b|:|,|-|—|–)\s*"
+    r"^(?:please\s+)?(?:remember|keep\s+in\s+mind|note|for\s+the\s+record|important|"
+    r"worth\s+knowing)\s*(?:that\b|:|,|-|—|–)\s*"
+    r"|^(?:fwiw|for\s+what\s+it'?s\s+worth|for\s+context|just\s+so\s+you\s+know|heads\s+up)"
+    r"\s*(?:that\b|:|,|-|—|–|\s)\s*"
     r"|^(?:请)?(?:记住|记一下|注意)\s*[:：，,]?\s*",
     re.IGNORECASE,
 )
@@ -570,9 +595,14 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
     fact = _FACT_EN.search(s)
     if fact and _FACT_EN_BLOCKED_BEFORE.search(s[: fact.start()]):
         fact = None
+    found = convention(s)
     if fact is None:
         fact = _LOCATION_EN.match(s)
+    if fact is None and not (found and found[0] == Kind.RULE.value):  # a rule wins over "from X"
+        fact = _SOURCE_EN.match(s) or _IN_THIS_REPO_EN.search(s)
     zh_fact = None if fact else (_FACT_ZH.search(s) or _LOCATION_ZH.match(s))
+    if not (fact or zh_fact) and not (found and found[0] == Kind.RULE.value):
+        zh_fact = _SOURCE_ZH.match(s)
     if (fact or zh_fact) and _substance(s) and not _TRANSIENT_ZH.search(s):
         match = fact or zh_fact
         assert match is not None
@@ -581,7 +611,6 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
         return draft(Kind.PROJECT.value, "fact", 2, fact_subcategory(body), body)
 
     # a convention stated without a trigger word
-    found = convention(s)
     if found is not None and _substance(s):
         kind, importance, sub = found
         return draft(kind, "convention", importance, sub)
