@@ -92,6 +92,7 @@ _LINT_TOOLS = frozenset(
         *("ruff", "flake8", "pylint", "eslint", "golangci-lint", "rubocop", "stylelint"),
         *("biome", "pre-commit", "shellcheck", "hadolint", "tflint", "ktlint", "swiftlint"),
         *("clang-tidy", "markdownlint", "yamllint", "pyflakes", "bandit", "oxlint", "vet"),
+        *("sqlfluff", "buf", "actionlint", "vale", "codespell"),
     }
 )
 _TYPECHECK_TOOLS = frozenset({"mypy", "pyright", "tsc", "vue-tsc", "pytype", "basedpyright"})
@@ -224,6 +225,10 @@ def _script_category(name: str) -> str | None:
     return None
 
 
+def low_tool_takes_flags_first(tool: str) -> bool:
+    return tool.lower() in ("mvn", "mvnw", "gradle", "gradlew", "./mvnw", "./gradlew")
+
+
 def _classify_words(words: list[str]) -> tuple[str, str | None]:
     """(family key, category or None) of one simple command."""
     tool = words[0].rsplit("/", 1)[-1]
@@ -235,6 +240,8 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
         and not args[0].startswith("-")
     ):
         tool, args = args[0].rsplit("/", 1)[-1], args[1:]
+    if low_tool_takes_flags_first(tool):  # `mvn -q test`: the goal comes after the flags
+        args = [a for a in args if not a.startswith("-")] + [a for a in args if a.startswith("-")]
     sub = args[0] if args and not args[0].startswith("-") else ""
     key = f"{tool} {sub}".strip() if sub and "/" not in sub and "." not in sub.strip(".") else tool
     low, low_sub = tool.lower(), sub.lower()
@@ -359,6 +366,8 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
     if low == "build":  # python -m build
         return key, "build"
     category = _script_category(tool.rsplit(".", 1)[0]) if "." in tool else None
+    if category is None and low_sub in ("lint", "test", "build", "fmt", "format", "typecheck"):
+        category = _script_category(low_sub)  # `helm lint`, `buf build`: the subcommand says it
     return key, category
 
 

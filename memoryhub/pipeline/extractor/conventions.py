@@ -42,7 +42,9 @@ _CONTRAST_EN = re.compile(
 )
 _NORM_EN = re.compile(
     r"\b(?:always|never|must|mustn'?t|every|everything|anything|each|exclusively|whenever|nobody|"
-    r"no\s+one|go(?:es)?\s+through|lands?\s+(?:through|via))\b",
+    r"no\s+one|go(?:es)?\s+through|lands?\s+(?:through|via)|at\s+least|"
+    r"only\s+(?:in|on|for|through|from|via|with|at|by|after|before|when|rename|use|run))\b"
+    r"|^(?:the\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+gets?\s+(?:a|an)\b|^(?:the\s+)?[A-Z]+\s+gets\s+(?:a|an)\b",
     re.IGNORECASE,
 )
 _STRONG_EN = re.compile(r"\b(?:always|never|must|mustn'?t|exclusively)\b", re.IGNORECASE)
@@ -58,7 +60,9 @@ _CONTRAST_ZH = re.compile(
 _PRESCRIBES_ZH = re.compile(_NEGATED_VERB_ZH)
 _NORM_ZH = re.compile(
     r"一律|统一|必须|务必|都要|只能|只用|只走|只在|只允许|每次都|按照?[^，。,；;]{1,30}?(?:来|写|走|执行)"
-    r"|遵循|遵守"
+    r"|遵循|遵守|至少要?|才能|都走|都用|都放|都按"
+    # "状态管理用 Zustand", "命名用 snake_case": a topic and the tool or form the team uses for it
+    r"|^(?!帮我|麻烦|请帮|我(?!们)|你)[^，。,；;？?]{2,24}?(?:统一|都|一律|只)?(?:用|使用|走)\s*[^\s这那它]"
 )
 _STRONG_ZH = re.compile(r"一律|必须|务必|严禁|禁止")
 _CONVENTION_VERB = (
@@ -103,6 +107,10 @@ _DESCRIBES = re.compile(
 _REPLY_STYLE = re.compile(
     r"^(?:please\s+)?(?:keep|make|be|stay)\s+(?:your\s+|the\s+|my\s+)?"
     r"(?:replies|answers|responses|messages|explanations|summaries)\b"
+    r"|^(?:please\s+)?(?:skip|drop|leave\s+out|cut)\b.{1,40}\bin\s+(?:your|the)\s+"
+    r"(?:answers|replies|responses|messages)\b"
+    r"|^(?:(?:when|if)\s+(?:unsure|in\s+doubt)\s*,\s*)?(?:always\s+)?ask\s+(?:me\s+)?(?:first\s+)?"
+    r"before\b"
     r"|^(?:回复|回答)(?:我)?(?:的时候)?(?:请)?(?:尽量)?(?:简短|简洁|精简|短一点|用中文|用英文)",
     re.IGNORECASE,
 )
@@ -117,9 +125,22 @@ _TEAM_SUBJECT = re.compile(r"^(?:we|we're|our|the\s+team)\b|^(?:我们|咱们|�
 _TRANSIENT = re.compile(
     r"\b(?:yet|for\s+now|right\s+now|this\s+time|today|tonight|tomorrow|at\s+the\s+moment|"
     r"in\s+this\s+(?:pr|commit|change|task|branch|ticket)|for\s+this\s+(?:pr|commit|change|task|one))\b"
-    r"|先不|先别|暂时|这次|本次|现在|今天|今晚|明天|目前|还没",
+    r"|先不|先别|暂时|这次|本次|现在|今天|今晚|明天|目前|还没|试试|试一下|看看|一下",
     re.IGNORECASE,
 )
+
+
+# A sentence that reports a problem is about the task at hand, not a convention.
+_PROBLEM = re.compile(
+    r"\b(?:5\d\d|404|fails?|failing|crash\w*|broken|bug|slow|flaky|time(?:s|d)?\s*out|"
+    r"stuck|wrong|missing|double[- ]counts?|stopped|doesn'?t\s+work|not\s+working)\b"
+    r"|报错|错误|失败|超时|卡顿|不显示|挂了|崩溃|异常|重复入账|打不开|不生效",
+    re.IGNORECASE,
+)
+
+
+def reports_problem(sentence: str) -> bool:
+    return bool(_PROBLEM.search(sentence))
 
 
 def convention(sentence: str) -> tuple[str, int, str] | None:
@@ -134,7 +155,7 @@ def convention(sentence: str) -> tuple[str, int, str] | None:
         or (zh and _NORM_ZH.search(sentence))
         or _WORKFLOW_IMPERATIVE.match(sentence)
     )
-    if not (contrast or norm) or _TRANSIENT.search(sentence):
+    if not (contrast or norm) or _TRANSIENT.search(sentence) or reports_problem(sentence):
         return None
     latin_start = re.match(r"[\s`\"'(]*[A-Za-z]", sentence)
     if latin_start:

@@ -71,6 +71,7 @@ _TEAM_WORDS = re.compile(
 CODE_WORDS_ZH = re.compile(
     r"代码|依赖|库|包|函数|类|方法|接口|表|迁移|数据库|字段|模块|文件|目录|配置|测试|变量|类型|注释|日志|"
     r"组件|样式|分支|主干|框架|脚本|线上|生产|服务器|集群|镜像|提交|合并|缩进|命名|格式|金额|价格|"
+    r"回调|幂等|签名|校验|评审|状态管理|请求|流水线|密钥|告警|发版|字段|"
     r"时区|时间戳|密钥|密码|凭证|环境|本地|开发|构建|打包|发版|版本|文档|前端|后端|仓库"
 )
 IDENTIFIER = re.compile(
@@ -88,6 +89,7 @@ _FIRST_PERSON_TASTE = re.compile(
     r"""^(?:i\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|much\s+|always\s+)?
             (?:prefer|like|love|hate|dislike|enjoy|can'?t\s+stand|cannot\s+stand)\b
       | i'?d\s+(?:much\s+)?(?:rather|prefer)\b | i\s+would\s+(?:much\s+)?(?:rather|prefer)\b
+      | i\s+(?:personally\s+|also\s+|just\s+)?(?:like|prefer)\b
       | i\s+(?:find|tend\s+to|lean\s+towards?)\b
       | i'?m\s+(?:not\s+)?a\s+(?:big\s+|huge\s+)?fan\s+of\b
       | i'?d\s+(?:go\s+with|pick|choose|stick\s+with|appreciate\s+it\s+if)\b
@@ -100,6 +102,11 @@ _FIRST_PERSON_TASTE = re.compile(
 )
 # "I'd appreciate it if you didn't reformat…": the speaker asking the assistant to work a way.
 _ASKS_YOU = re.compile(r"^i'?d\s+(?:appreciate\s+it|like\s+it|prefer\s+it)\s+if\s+you\b", re.I)
+# Taste that is about working with the speaker ("I prefer you ask me first") is feedback.
+_ASKS_ME = re.compile(
+    r"\b(?:ask(?:ing)?\s+me|check\s+with\s+me|confirm\s+with\s+me|tell\s+me|you)\b|问我|跟我确认|和我确认",
+    re.IGNORECASE,
+)
 DECISION_WORDS = re.compile(
     r"\b(?:decid\w*|agree\w*|chose|chosen|switch\w*|moved|migrat\w*|standardi[sz]\w*|settled|"
     r"convention)\b|决定|定了|改用|换成|迁移|统一|约定|选择|选了",
@@ -164,6 +171,8 @@ def prohibition_kind(text: str) -> str:
 def preference_kind(text: str) -> str:
     """feedback about the interaction; user for the speaker's own taste (unless it names the
     repository); rule for the team's conventions; user otherwise."""
+    if _FIRST_PERSON_TASTE.match(text) and not _ASKS_ME.search(text):
+        return Kind.RULE.value if PROJECT_SCOPE.search(text) else Kind.USER.value
     if is_interaction(text) or _ASKS_YOU.match(text):
         return Kind.FEEDBACK.value
     if PROJECT_SCOPE.search(text):

@@ -66,7 +66,7 @@ from dataclasses import replace
 
 from memoryhub.memories.kinds import Kind, Subcategory
 from memoryhub.memories.text import STOPWORDS
-from memoryhub.pipeline.extractor.conventions import convention
+from memoryhub.pipeline.extractor.conventions import convention, reports_problem
 from memoryhub.pipeline.extractor.keywords import (
     CJK,
     CJK_FUNCTION,
@@ -132,7 +132,8 @@ _FILLER_ZH = re.compile(
     r"^(?:(?:另外|还有|顺便说一下|顺便|对了|哦|嗯|好的|好吧|行|补充一下|还有一点|然后|此外)[，,：:、\s]*)+"
 )
 _QUESTION_START = re.compile(
-    r"""^(?:what|why|how|when|where|which|who|whose|can\s+you|could\s+you|would\s+you|will\s+you|
+    r"""^(?:what|why|how|when(?!\s+(?:unsure|in\s+doubt)\b)|where|which|who|whose|can\s+you|could\s+you|
+        would\s+you|will\s+you|
         do\s+(?:we|you|i)|does|did|is\s+(?:there|it|this|that)|are\s+(?:there|we|you)|should\s+(?:we|i)|
         shall\s+we|have\s+you|要不要|是不是|能不能|可不可以|有没有|为什么|怎么|为啥|是否)\b""",
     re.VERBOSE | re.IGNORECASE,
@@ -189,6 +190,8 @@ _PROHIBIT_EN = re.compile(
       | (?:you|we)\s+(?:must|should)n'?t\b
       | under\s+no\s+circumstances\b
       | no\s+more\s+\w
+      | no\s+[\w`.()-]+(?:\s+[\w`.()-]+)?\s+
+            (?:in|outside|inside|on|from|anywhere|allowed|before|after|without)\b
     )""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -223,7 +226,8 @@ _PREF_EN = re.compile(
       | my\s+(?:strong\s+|personal\s+)?preference\s+is\b
       | i\s+(?:always|usually|generally|normally|typically)\s+
             (?:use|want|write|run|keep|put|go\s+with|like|name|format|commit|test|do)\b
-      | i\s+(?:really\s+)?like\s+(?:to\b|it\s+when\b|using\b|having\b|keeping\b|my\b|when\b)
+      | i\s+(?:really\s+|personally\s+|also\s+|just\s+)?like\s+
+            (?:to\b|it\s+when\b|using\b|having\b|keeping\b|my\b|when\b)
       | i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+like\b
       | i\s+(?:hate|dislike|can'?t\s+stand|cannot\s+stand)\b
       | i\s+want\s+you\s+to\s+always\b
@@ -250,7 +254,7 @@ _PREF_ZH = re.compile(
     r"^(?:我(?!们)(?:个人|一般|通常|平时|一直|比较|更|还是|都)*[^，。,；;？?！!]{0,12}?"
     r"(?:喜欢|习惯|偏好|倾向于?|偏向)"
     r"|我(?:不太|不)喜欢|我讨厌"
-    r"|(?:以后|今后|往后|从现在起)[^，。,；;]{0,10}?(?:都|一律|统一|每次|全部|尽量|记得|请|始终|总是|必须|一定|先)"
+    r"|(?:以后|今后|往后|从现在起)[^，。,；;]{0,10}?(?:都|一律|统一|每次|全部|尽量|记得|请|始终|总是|必须|一定|先|就)"
     r"|(?:请)?(?:每次|一律|统一|始终|总是|永远)都?(?:用|使用|要|先|把|写|跑|保持|加|按)"
     r"|(?:请)?记得(?:每次|都|总是|以后)"
     r"|默认都?(?:用|使用))"
@@ -334,11 +338,15 @@ _FACT_EN_BLOCKED_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _PATH = r"(?:\.{0,2}/)?(?:[\w.@-]+/)+[\w.@-]*"
+# A named system or file: "RemoteConfig", "Localizable.strings", "the marts layer" is not one.
+_NAMED = r"(?:[A-Z][\w.+-]*[A-Za-z0-9]|[\w-]+\.[\w.]+)"
 _LOCATION_EN = re.compile(
     rf"""^(?!(?:the\s+)?(?:bug|error|issue|problem|typo|crash|failure|change|fix|diff|regression|
             exception)s?\b)
-        (?:[\w`.-]+\s+){{1,5}}?(?:lives?|live|sits?|go|goes|are\s+(?:kept|stored|defined)|
-        is\s+(?:kept|stored|defined|configured))\s+(?:in|under)\s+`?{_PATH}""",
+        (?:[\w`.-]+\s+){{1,5}}?(?:(?:lives?|live|sits?|go|goes|are\s+(?:kept|stored|defined)|
+        is\s+(?:kept|stored|defined|configured))\s+(?:in|under)\s+(?:`?{_PATH}|`?{_NAMED})
+        | (?:belongs?|ends?\s+up)\s+in\s+\S
+        | (?:is|are)\s+(?:stored|kept|saved|written|represented|modelled|modeled)\s+as\s+\S)""",
     re.VERBOSE | re.IGNORECASE,
 )
 _FACT_ZH = re.compile(
@@ -349,6 +357,7 @@ _FACT_ZH = re.compile(
     r"换成了?|迁移到了?)(?![一这那它])"
     r"|我们的[^，。,；;？?]{1,12}?(?:是|都是|在|用|放在|跑在|部署在|都部署在|都跑在)"
     r"|项目是[^，。,；;？?]{1,24}?(?:写的|开发的|做的|搭的|构建的)"
+    r"|我们(?:这边|项目|前端|后端|服务端|客户端)?(?:是|用的是)\s*[A-Za-z]"
 )
 _LOCATION_ZH = re.compile(
     rf"^(?!.*(?:问题|错误|报错|异常|bug)\S{{0,3}}在)\S{{1,20}}?(?:在|放在|位于|放到?|存到?|存放在)\s*`?{_PATH}`?\s*"
@@ -364,6 +373,15 @@ _SOURCE_EN = re.compile(
         are\s+read\s+from|is\s+read\s+from)\s+(?:the\s+)?(?=[`#]?[A-Z0-9#`]|[\w-]+[._/-]\w)""",
     re.VERBOSE,
 )
+# "The app is SwiftUI with a thin UIKit layer", "The MSRV is 1.75": what a part of the project is.
+_IS_NAMED_EN = re.compile(
+    r"""^(?!(?:it|this|that|there|here|he|she|they|i|you|what|which|who)\b)
+        (?!(?:the\s+)?(?:bug|error|issue|problem|typo|crash|failure|fix|diff|result|output|answer|
+            reason|cause|difference|question)s?\b)
+        (?:the\s+|our\s+)?(?:[\w-]+\s+){0,3}?[\w-]+\s+(?:is|are)\s+(?:a\s+|an\s+|the\s+)?(?:still\s+)?
+        (?:[A-Z][\w.+-]*[A-Za-z0-9]|v?\d+\.\d+(?:\.\d+)?\b|[a-z]+\d[\w.]*|`)""",
+    re.VERBOSE,
+)
 # "Money in this codebase is integer cents end to end": how things are, in the team's repository.
 _IN_THIS_REPO_EN = re.compile(
     r"^(?!(?:it|this|that|there|i|you)\b)(?:[\w`.-]+\s+){1,3}in\s+(?:this|the|our)\s+"
@@ -371,7 +389,8 @@ _IN_THIS_REPO_EN = re.compile(
     re.IGNORECASE,
 )
 _SOURCE_ZH = re.compile(
-    r"^(?!.*(?:问题|错误|报错|异常|bug))[^，。,；;？?]{1,12}?都?(?:发到|发送到|来自|从)\s*[#`A-Za-z0-9]"
+    r"^(?!.*(?:问题|错误|报错|异常|bug))(?!帮我|麻烦|请帮|我(?!们)|你)[^，。,；;？?]{1,12}?都?"
+    r"(?:发到|发送到|来自|从|跑在|部署在|托管在|运行在)\s*[#`A-Za-z0-9]"
 )
 _REMEMBER = re.compile(
     r"^(?:please\s+)?(?:remember|keep\s+in\s+mind|note|for\s+the\s+record|important|"
@@ -599,7 +618,9 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
     if fact is None:
         fact = _LOCATION_EN.match(s)
     if fact is None and not (found and found[0] == Kind.RULE.value):  # a rule wins over "from X"
-        fact = _SOURCE_EN.match(s) or _IN_THIS_REPO_EN.search(s)
+        fact = _SOURCE_EN.match(s) or _IN_THIS_REPO_EN.search(s) or _IS_NAMED_EN.match(s)
+        if fact is not None and reports_problem(s):  # "The checkout is Stripe, and it 500s"
+            fact = None
     zh_fact = None if fact else (_FACT_ZH.search(s) or _LOCATION_ZH.match(s))
     if not (fact or zh_fact) and not (found and found[0] == Kind.RULE.value):
         zh_fact = _SOURCE_ZH.match(s)
@@ -663,8 +684,8 @@ def _correction(
     ):
         return None, remaining if head else text
     if not (_ASSERTION.search(body) or _CONTRAST.search(body)):
-        # not a correction, but it may hold a rule of its own ("No, don't X in replies")
-        return None, rest if head else text
+        # not a correction, but it may hold a rule of its own ("No unwraps outside of tests")
+        return None, text
     answered_question = bool(_ASKED.search(assistant_text))
     if (
         answered_question
