@@ -11,8 +11,13 @@ The extractor is a package, one module per idea, each with its part of the rules
 * `records`: reading records (what is read, injected blocks, compact boundaries);
 * `sentences`: the sentence rules (corrections, to-dos, prohibitions, preferences, profile,
   references, facts, "remember");
-* `commands`: shell-command classification (useful commands, errors and their fixes);
-* `keywords`: keywords, redaction and dedupe of the output;
+* `conventions`: conventions stated without a trigger word ("tabs, never spaces, in the
+  Makefile");
+* `scope`: what a statement is about (the team's project, the speaker's taste, the
+  interaction), which decides its kind and so its scope;
+* `commands`: shell-command classification (useful commands, one per command of a chained
+  line; errors and their fixes);
+* `keywords`: 8–13 keywords, redaction and dedupe of the output;
 * `stage1`: oh-my-pi's stage-1 JSON and MewCode's memories.md.
 """
 

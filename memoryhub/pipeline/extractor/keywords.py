@@ -14,8 +14,9 @@ Output
   distinctiveness: frequency, plus a bonus for identifiers (digits, `_`, `.`, `/`, `-`,
   backticks) and long words, minus one per function character in a CJK bigram. Up to 13 are
   kept, and low-value ones are trimmed while more than 8 remain. Generic words ("use",
-  "please", "always") and pure numbers are left out. There is always at least one keyword,
-  falling back to the kind.
+  "please", "always") and pure numbers are left out. A memory with fewer than 8 gets related
+  terms of its own terms (`_RELATED`: synonyms, a tool's family, English ↔ Chinese; Chinese
+  words only for a Chinese memory), then words naming its kind, so every memory has 8 to 13.
 * Record range: the user record for sentence rules. For a correction, the assistant record
   that was corrected through the user record. For a command, the tool_use through its result.
   For a lesson, the failed call through the successful result.

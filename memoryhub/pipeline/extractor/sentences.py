@@ -3,35 +3,39 @@
 Rules (the `rule` field of each memory names the one that fired)
 ================================================================
 User text is split into sentences. Sentence ends are `. ! ?` followed by a space, `。！？；;`,
-and line breaks. A sentence is also split before `, and I …`, `, never …`, `, don't …` (and
-the like), and before a Chinese `，` that opens a prohibition (`，不要…`, `，别…`). Leading fillers
-("Oh and", "btw", "另外", …) are dropped. These sentences are skipped: questions (`?`, `吗`,
-"can you…", "要不要…"); hedges anywhere ("maybe", "probably", "I think", "not sure", "也许",
-"可能", "好像"); conditionals at the start ("if", "what if", "如果", "要是"); and sentences
-that point back at context ("like this", "这样", "这么") with nothing else to say. The rules
-are tried in this order, and the first that fires takes the sentence:
+and line breaks. A sentence is also split before `, and I …`, `, never <verb> …`, `, don't …`
+(and the like; "X, never Y" with a noun stays one sentence), and before a Chinese `，` that
+opens a prohibition (`，不要…`, `，别…`). Leading fillers ("Oh and", "btw", "另外", …) are
+dropped. These sentences are skipped: questions (`?`, `吗`, "can you…", "要不要…"); hedges
+anywhere ("maybe", "probably", "I think", "not sure", "也许", "可能", "好像"); conditionals at
+the start ("if", "what if", "如果", "要是"); and sentences that point back at context ("like
+this", "这样", "这么") with nothing else to say. The rules are tried in this order, and the
+first that fires takes the sentence:
 
-`correction` → feedback, importance 3 if emphatic ("again", "I told you", "又", "说过"),
-    else 2. A user message after an assistant turn that starts "no,", "nope", "that's
-    wrong", "actually", "not quite", "I said" / "不对", "错了", "搞错了", "其实", "应该是". It
-    counts only if the rest states something ("is", "should be", "use", "not X", "instead",
-    "是", "用", "而不是"). A bare "no" that answers the assistant's question needs a contrast
-    ("not", "instead", "而不是"). Transient replies ("just…", "only…", "let's…", "先…",
-    "这次…") are skipped.
-`todo` → project/todo, importance 2. "TODO:", "later we need to…", "we should … eventually /
-    at some point", "remind me to…" / "待办", "之后要", "回头再", "后续要", "以后再",
+`correction` → feedback, or project/rule when it is about the project (see below), importance 3
+    if emphatic ("again", "I told you", "I keep telling you", "又", "说过"), else 2. A user
+    message after an assistant turn that starts "no,", "nope", "that's wrong", "actually", "not
+    quite", "I said" / "不对", "错了", "搞错了", "其实", "应该是". It counts only if the rest
+    states something ("is", "should be", "use", "not X", "instead", "是", "用", "而不是"). A
+    bare "no" that answers the assistant's question needs a contrast ("not", "instead",
+    "而不是"). Transient replies ("just…", "only…", "let's…", "先…", "这次…") are skipped.
+`todo` → project/todo, importance 2. "TODO:", "later we need to…", "we should … eventually / at
+    some point", "remind me to…" / "待办", "之后要", "回头再", "后续要", "以后再",
     "下个版本再". There must be an object beyond the trigger ("下个迭代再说" is too vague).
-`prohibition` → rule or feedback (see below), importance 3. "never <verb>", "don't ever",
-    "don't/do not <verb>", "stop <verb>ing", "avoid …", "you must not", "X is not allowed" /
-    "不要", "别再", "禁止", "不许", "严禁", "不能再". Transient ones ("yet", "for now", "this
-    time", "先不要", "暂时", "这次") are skipped, and so are pronoun objects ("don't commit it").
-`preference` → user; a rule when it names the project ("in this repo", "项目里"); feedback when
-    it is about how the assistant works with the user ("ask me", "问我", "reply", "回复").
-    Importance 3 with "always", "never", "from now on", "以后…都", "一律", else 2. "I
-    prefer", "I'd rather", "I always/usually <verb>", "I like to…", "I don't like", "I hate",
-    "I can't stand", "always …", "from now on", "going forward", "by default" / "我喜欢",
-    "我习惯", "我偏好", "我更喜欢", "我不喜欢", "以后…都", "今后一律", "每次都用", "统一用",
-    "默认用". Objects such as "this", "that one", "这个" are skipped.
+`prohibition` → rule or feedback (see below), importance 3. "never <word>", "don't ever",
+    "don't/do not <verb>" (not "don't worry", "never mind"…), "no X outside/in Y", "stop
+    <verb>ing", "avoid …", "you must not", "X is not allowed" / "不要", "别再", "禁止", "不许",
+    "严禁", "不能再". Transient ones ("yet", "for now", "this time", "先不要", "暂时", "这次")
+    are skipped, and so are pronoun objects ("don't commit it").
+`preference` → user for the speaker's own taste ("I prefer…", "我习惯…"); a rule when it names
+    the project ("in this repo", "项目里") or, said impersonally ("Always…", "以后…都"), is
+    about the team's code or workflow; feedback when it is about how the assistant works with
+    the user ("ask me", "问我", "reply", "回复", "I'd appreciate it if you…"). Importance 3
+    with "always", "never", "from now on", "以后…都", "一律", else 2. "I prefer", "I'd rather",
+    "I always/usually <verb>", "I like to…", "I don't like", "I hate", "I can't stand", "I
+    find…", "I'd go with…", "always …", "whenever you…", "from now on", "going forward", "by
+    default" / "我喜欢", "我习惯", "我偏好", "我更喜欢", "我不喜欢", "以后…都", "今后一律",
+    "每次都用", "统一用", "默认用". Objects such as "this", "that one", "这个" are skipped.
 `profile` → user, importance 2. "I'm a backend engineer", "I work on…", "my role is" /
     "我是…工程师", "我负责…".
 `reference` → reference, importance 2. A URL with a reference word ("docs", "see", "runbook",
@@ -40,19 +44,23 @@ are tried in this order, and the first that fires takes the sentence:
     section.
 `fact` → project, importance 2, with subcategory decisions (decided, switched, 决定, 改用,
     统一), ops (deploy, CI, server, 部署, 线上) or else structure. "we use/run/deploy/host…",
-    "we decided/switched/migrated…", "the project uses…", "our X is/runs/lives…", "<thing>
-    lives in <path>" / "我们用", "项目使用", "我们采用", "我们的X是", "部署在", "我们决定",
-    "X在 <path> 里". Only the clause that states the fact is kept.
-`remember` → as found, importance 3. "remember (that)…", "keep in mind…", "note that…" /
-    "记住", "请记住", "注意：". The rest goes through the rules above. Failing those, it becomes
-    a project memory when it is about the project, our systems or code, else a user memory.
+    "we decided/switched/migrated…", "we're on…", "the project uses…", "our X is/runs/lives…",
+    "<thing> lives in <path or Name>", "X belongs in…", "X are stored as…", "X comes from /
+    runs on <Name>", "<thing> in this repo is…", "the app is <Name>…" / "我们用", "项目使用",
+    "我们采用", "我们的X是", "我们是 <Name>", "部署在", "我们决定", "X在/放 <path> 里",
+    "X发到/跑在 <Name>". Only the clause that states the fact is kept; a problem report
+    ("…returns a 500") is not a fact.
+`remember` → as found, importance 3. "remember (that)…", "keep in mind…", "note that…", "heads
+    up", "fwiw", "for context" / "记住", "请记住", "注意：". The rest goes through the rules
+    above. Failing those, it becomes a project memory when it is about the project, our systems
+    or code, else a user memory.
+`convention` → rule, project or feedback (see `conventions`): a statement with no trigger word
+    that names its alternative or carries a norm inside it. Tried last.
 
-Prohibitions: rule or feedback? A prohibition about how the assistant works with the user
-("without asking me", "apologize", "explain", "summarize", "reply", "问我", "道歉", "回复",
-"擅自") is feedback. Otherwise one that names code, files or tooling (a code word such as
-import, dependency, module, test, log, branch, 代码, 依赖, 分支, 文件; a path; a backticked or
-snake_case identifier; in Chinese, any Latin word) is a rule. Failing both, it is feedback when
-it addresses "you"/"你", else a rule.
+The kind of a prohibition, a preference, a correction and a convention is decided by what it is
+about (`scope`): the interaction → feedback; the speaker's own taste → user; the team's
+repository, code, tools or workflow → rule (or project knowledge when it describes). A
+correction about the project is the team's knowledge, not the speaker's feedback.
 
 Record range: the user record; for a correction, the assistant record that was corrected
 through the user record.
@@ -340,9 +348,13 @@ _FACT_EN_BLOCKED_BEFORE = re.compile(
 _PATH = r"(?:\.{0,2}/)?(?:[\w.@-]+/)+[\w.@-]*"
 # A named system or file: "RemoteConfig", "Localizable.strings", "the marts layer" is not one.
 _NAMED = r"(?:[A-Z][\w.+-]*[A-Za-z0-9]|[\w-]+\.[\w.]+)"
+# What a durable fact never opens with: a problem or a result ("The bug is in…"), or a pronoun
+# pointing at the conversation ("It runs on…").
+_NOT_A_SUBJECT = r"""(?i:(?!(?:the\s+)?(?:bug|error|issue|problem|typo|crash|failure|change|fix|
+            diff|regression|exception|result|output|answer|reason|cause|difference|question)s?\b)
+        (?!(?:it|this|that|there|here|he|she|they|i|you|what|which|who)\b))"""
 _LOCATION_EN = re.compile(
-    rf"""^(?!(?:the\s+)?(?:bug|error|issue|problem|typo|crash|failure|change|fix|diff|regression|
-            exception)s?\b)
+    rf"""^{_NOT_A_SUBJECT}
         (?:[\w`.-]+\s+){{1,5}}?(?:(?:lives?|live|sits?|go|goes|are\s+(?:kept|stored|defined)|
         is\s+(?:kept|stored|defined|configured))\s+(?:in|under)\s+(?:`?{_PATH}|`?{_NAMED})
         | (?:belongs?|ends?\s+up)\s+in\s+\S
@@ -366,19 +378,16 @@ _LOCATION_ZH = re.compile(
 # A descriptive statement of where something comes from, runs or is sent, naming a system: "Secrets
 # come from Vault at deploy time", "告警都发到 #ops-alerts 频道".
 _SOURCE_EN = re.compile(
-    r"""^(?!(?:the\s+)?(?:bug|error|issue|problem|typo|crash|failure|change|fix|diff|regression|
-            exception|test|build)s?\b)(?!(?:it|this|that|i|you|he|she|they)\b)
-        (?:[\w`.-]+\s+){1,4}?(?:comes?\s+from|runs?\s+on|are\s+hosted\s+on|is\s+hosted\s+on|
+    rf"""^{_NOT_A_SUBJECT}(?!(?:the\s+)?(?:test|build)s?\b)
+        (?:[\w`.-]+\s+){{1,4}}?(?:comes?\s+from|runs?\s+on|are\s+hosted\s+on|is\s+hosted\s+on|
         are\s+sent\s+to|is\s+sent\s+to|goes\s+to|go\s+to|are\s+pulled\s+from|is\s+pulled\s+from|
         are\s+read\s+from|is\s+read\s+from)\s+(?:the\s+)?(?=[`#]?[A-Z0-9#`]|[\w-]+[._/-]\w)""",
     re.VERBOSE,
 )
 # "The app is SwiftUI with a thin UIKit layer", "The MSRV is 1.75": what a part of the project is.
 _IS_NAMED_EN = re.compile(
-    r"""^(?!(?:it|this|that|there|here|he|she|they|i|you|what|which|who)\b)
-        (?!(?:the\s+)?(?:bug|error|issue|problem|typo|crash|failure|fix|diff|result|output|answer|
-            reason|cause|difference|question)s?\b)
-        (?:the\s+|our\s+)?(?:[\w-]+\s+){0,3}?[\w-]+\s+(?:is|are)\s+(?:a\s+|an\s+|the\s+)?(?:still\s+)?
+    rf"""^{_NOT_A_SUBJECT}
+        (?:the\s+|our\s+)?(?:[\w-]+\s+){{0,3}}?[\w-]+\s+(?:is|are)\s+(?:a\s+|an\s+|the\s+)?(?:still\s+)?
         (?:[A-Z][\w.+-]*[A-Za-z0-9]|v?\d+\.\d+(?:\.\d+)?\b|[a-z]+\d[\w.]*|`)""",
     re.VERBOSE,
 )
