@@ -21,6 +21,7 @@ import importlib.util
 import json
 import math
 import re
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -69,18 +70,26 @@ def _app_module(relative: str, name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, REPO / relative)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
 
 app_text = _app_module("memoryhub/memories/text.py", "_bench_app_text")
 app_scoring = _app_module("memoryhub/recall/scoring.py", "_bench_app_scoring")
+app_signals = _app_module("memoryhub/recall/signals.py", "_bench_app_signals")
 # The app's stopwords plus the fragments [a-z0-9]+ makes of English contractions and
 # possessives ("caroline's" → carolin, s; "don't" → don, t), as NLTK's English list has them.
 CONTRACTION_FRAGMENTS = frozenset(
     "s t d ll m re ve don didn doesn isn wasn couldn".split()  # noqa: SIM905 - a word list
 )
 APP_STOPWORDS_PLUS = frozenset(app_text.STOPWORDS) | CONTRACTION_FRAGMENTS
+
+
+# memoryhub/recall/conf.py's defaults for the context signals (bench/locomo.py checks the
+# replica against the server, so a drift shows there).
+SIGNAL_DEFAULTS = {"signal_session": 0.3, "signal_neighbour": 0.3, "signal_subject": 1.5}
+SIGNAL_POOL = 100
 
 
 # --- Data --------------------------------------------------------------------------------------
@@ -269,6 +278,33 @@ def score_all(
     return [Scored(q, question_metrics(ranked(q), q.evidence)) for q in questions if q.scored]
 
 
+def mcnemar(base: Sequence[Scored], other: Sequence[Scored], metric: str) -> str:
+    """Paired exact-ish McNemar (chi² with continuity) on a 0/1 metric: 'b/c, p'."""
+    key = {(r.question.conv, r.question.index): r.metrics[metric] for r in base}
+    gained = lost = 0
+    for r in other:
+        was = key[(r.question.conv, r.question.index)]
+        gained += r.metrics[metric] > was
+        lost += r.metrics[metric] < was
+    if gained + lost == 0:
+        return "+0/−0, p=1"
+    chi2 = (abs(gained - lost) - 1) ** 2 / (gained + lost)
+    p = math.erfc(math.sqrt(chi2 / 2))
+    return f"+{gained}/−{lost}, p={p:.3g}"
+
+
+def paired_difference(base: Sequence[Scored], other: Sequence[Scored], metric: str) -> str:
+    """Mean per-question difference other − base in points, with a normal 95 % interval."""
+    key = {(r.question.conv, r.question.index): r.metrics[metric] for r in base}
+    diffs = [100 * (r.metrics[metric] - key[(r.question.conv, r.question.index)]) for r in other]
+    n = len(diffs)
+    if n < 2:
+        return "–"
+    mean = sum(diffs) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    return f"{mean:+.1f} ± {1.96 * sd / math.sqrt(n):.1f}"
+
+
 # --- Tokenizers and rankers ----------------------------------------------------------------------
 
 
@@ -363,6 +399,11 @@ class ServerReplica:
     decay: float = 0.1
     stopwords: frozenset[str] | None = None  # None: the app's tokenizer
     query_repeats: bool = True
+    # The context signals (memoryhub/recall/signals.py) with conf.py's defaults; 0, 0, 1 = off.
+    signal_session: float = SIGNAL_DEFAULTS["signal_session"]
+    signal_neighbour: float = SIGNAL_DEFAULTS["signal_neighbour"]
+    signal_subject: float = SIGNAL_DEFAULTS["signal_subject"]
+    pool: int = SIGNAL_POOL  # search.py's candidate depth when a signal is on
     index: Bm25 = field(init=False)
     tok: Callable[[str], list[str]] = field(init=False)
 
@@ -370,6 +411,30 @@ class ServerReplica:
         self.tok = tokenizer(self.stopwords)
         docs = [self.tok(index_text(t)) for t in self.conv.turns]
         self.index = Bm25(docs, self.k1, self.b, self.query_repeats)
+        turns = self.conv.turns
+        self.keys = [session_key(t) for t in turns]
+        self.subjects = [
+            frozenset(self.tok(app_signals.subject_text(title="", content=t.content, metadata={})))
+            for t in turns
+        ]
+        members: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
+        for i, t in enumerate(turns):
+            members[self.keys[i]].append((i, t.order))
+        self.adjacent: dict[int, tuple[int | None, int | None]] = {}
+        for group in members.values():
+            self.adjacent |= app_signals.neighbour_ids(group, [i for i, _ in group])
+        self.session_tf: dict[str, Counter[str]] = defaultdict(Counter)
+        self.session_len: Counter[str] = Counter()
+        for i, doc in enumerate(docs):
+            self.session_tf[self.keys[i]].update(doc)
+            self.session_len[self.keys[i]] += len(doc)
+        self.session_df: Counter[str] = Counter()
+        for counts in self.session_tf.values():
+            self.session_df.update(counts.keys())
+
+    @property
+    def signals_on(self) -> bool:
+        return bool(self.signal_session or self.signal_neighbour or self.signal_subject != 1)
 
     def raw(self, text: str) -> dict[int, float]:
         terms = self.tok(text)
@@ -384,6 +449,8 @@ class ServerReplica:
         pool = sorted(raw, key=lambda i: (-raw[i], i))
         if not pool:
             return []
+        if self.signals_on:
+            return self._with_signals(text, raw, pool, k)
         best = raw[pool[0]]
         turns = self.conv.turns
         now = self.conv.now
@@ -405,3 +472,75 @@ class ServerReplica:
         # Like the server: scores equal to 9 decimals are ties (sums in another order).
         scored.sort(key=lambda p: (-round(p[1], 9), turns[p[0]].created_at, p[0]))
         return scored[:k]
+
+    def base(self, raw: dict[int, float], best: float, i: int) -> float:
+        """Today's score of turn i (BM25 × the softened decay), 0 when it matched no term."""
+        if i not in raw:
+            return 0.0
+        turn = self.conv.turns[i]
+        return float(
+            app_scoring.decayed(
+                raw[i],
+                best_raw=best,
+                importance=1,
+                updated_at=turn.created_at,
+                now=self.conv.now,
+                strength=self.decay,
+            )
+        )
+
+    def _with_signals(
+        self, text: str, raw: dict[int, float], pool: list[int], k: int
+    ) -> list[tuple[int, float]]:
+        """search.py with the context signals: the pool as deep as top_memories returns it,
+        its neighbours joined, signals.rerank."""
+        depth = max(k, self.pool)
+        if len(pool) >= depth:
+            floor = app_scoring.decay_floor(self.decay)
+            threshold = floor * raw[pool[depth - 1]]
+            pool = [i for i in pool if raw[i] >= threshold]
+        best = raw[pool[0]]
+        ids = set(pool)
+        for i in pool:
+            ids.update(j for j in self.adjacent.get(i, (None, None)) if j is not None)
+        terms = self.tok(text)
+        qtf = Counter(t for t, _ in Counter(terms).most_common(64))
+        sessions = {self.keys[i] for i in ids}
+        n_sessions = len(self.session_tf)
+        scores = app_signals.session_bm25(
+            tf={s: {t: self.session_tf[s][t] for t in qtf} for s in sessions},
+            lengths={s: self.session_len[s] for s in sessions},
+            df={t: self.session_df[t] for t in qtf},
+            n_sessions=n_sessions,
+            qtf=qtf,
+            k1=self.k1,
+            b=self.b,
+            avg_length=sum(self.session_len.values()) / max(1, n_sessions),
+        )
+        cands = [
+            app_signals.Candidate(
+                i, self.base(raw, best, i), self.keys[i], self.conv.turns[i].order, self.subjects[i]
+            )
+            for i in ids
+        ]
+        scored = app_signals.rerank(
+            cands,
+            adjacent=self.adjacent,
+            session_scores=scores,
+            query_terms=frozenset(qtf),
+            weights=self,
+        )
+        turns = self.conv.turns
+        out = [(s.id, s.score) for s in scored]
+        out.sort(key=lambda p: (-round(p[1], 9), turns[p[0]].created_at, p[0]))
+        return out[:k]
+
+
+def session_key(turn: Turn) -> str:
+    """The session key search.py gives the memory bench/locomo.py makes of `turn`."""
+    return str(app_signals.session_key(source_session(turn), turn.order + 1))
+
+
+def source_session(turn: Turn) -> str:
+    """What bench/locomo.py sends as the memory's source session."""
+    return f"session_{turn.session}"

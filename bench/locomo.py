@@ -7,9 +7,16 @@
 A fresh database memoryhub_bench_<random> (dropped at the end), `gunicorn memoryhub.wsgi` with
 2 sync workers, one project per conversation (locomo-<sample_id>), every dialog turn one memory
 by bulk import (content "{speaker}: {text}" + " [shares a photo: {caption}]", created_at = the
-session's time + turn-index seconds, metadata {dia_id, session}, importance 1, kind fact, no
-date in the text), and every question through
+session's time + turn-index seconds, provenance source.session "session_<n>" and
+source.record_start = the turn's index in its session, metadata {dia_id}, importance 1, kind
+fact, no date in the text), and every question through
 GET /api/v1/projects/locomo-<id>/memories/search/?q=…&k=20&as_of=<last session time>.
+
+Rankings side by side in one run (RANKINGS): every question is asked once per ranking, the
+projects' recall settings switched between passes (PATCH …/projects/<slug>/): "today" is the
+ranking before the context signals (signals off: signal_session 0, signal_neighbour 0,
+signal_subject 1), "default" the server's defaults. The report adds, per ranking against
+today's, McNemar's paired test on hit@5 and the mean paired difference of MRR.
 
 Scored as §5.1 (Appendix A's scorer, bench/_locomo.py): categories 1–4 (n = 1,536) overall and
 per category, category 5 apart, the dev (conv-26, conv-30) and test (8 conversations) splits.
@@ -31,6 +38,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +48,9 @@ import _locomo as L
 PREFIX = "locomo-"
 K = 20
 WARM_UP = 60
+SIGNALS_OFF = {"signal_session": 0, "signal_neighbour": 0, "signal_subject": 1}
+# name → the projects' "recall" settings for that pass ({} = the server's defaults).
+RANKINGS: dict[str, dict[str, Any]] = {"today": SIGNALS_OFF, "default": {}}
 
 
 @dataclass
@@ -51,6 +62,9 @@ class Answer:
 
 
 def memories_body(conv: L.Conversation) -> bytes:
+    first: dict[int, int] = {}  # session → order of its first turn
+    for t in conv.turns:
+        first.setdefault(t.session, t.order)
     items = [
         {
             "content": t.content,
@@ -58,11 +72,23 @@ def memories_body(conv: L.Conversation) -> bytes:
             "importance": 1,
             "created_at": t.created_at.isoformat(),
             "updated_at": t.created_at.isoformat(),
-            "metadata": {"dia_id": t.dia_id, "session": t.session},
+            "source": {"session": L.source_session(t), "record_start": t.order - first[t.session]},
+            "metadata": {"dia_id": t.dia_id},
         }
         for t in conv.turns
     ]
     return json.dumps({"items": items}).encode()
+
+
+def ranked_by(ranked_of: dict[tuple[str, int], list[str]], q: L.Question) -> list[str]:
+    return ranked_of[(q.conv, q.index)]
+
+
+def use_ranking(api: h.Api, convs: Sequence[L.Conversation], recall: dict[str, Any]) -> None:
+    for conv in convs:
+        api.call(
+            "PATCH", f"projects/{PREFIX}{conv.id}/", 200, json={"settings": {"recall": recall}}
+        )
 
 
 def ingest(api: h.Api, convs: Sequence[L.Conversation]) -> dict[str, Any]:
@@ -112,16 +138,21 @@ def ask_all(api: h.Api, convs: Sequence[L.Conversation], k: int, warm_up: int) -
 
 
 def replica_agreement(
-    convs: Sequence[L.Conversation], answers: Sequence[Answer], k: int
+    convs: Sequence[L.Conversation], answers: Sequence[Answer], k: int, recall: dict[str, Any]
 ) -> dict[str, Any]:
-    """How often bench/_locomo.ServerReplica returns the server's exact top k."""
+    """How often bench/_locomo.ServerReplica (with the same recall settings) returns the
+    server's exact top k."""
     by_conv = {c.id: c for c in convs}
     replicas: dict[str, L.ServerReplica] = {}
+    knobs = {"search_k1": "k1", "search_b": "b", "search_decay": "decay"}
+    settings = {knobs.get(name, name): value for name, value in recall.items()}
     same = same5 = 0
     differing: list[str] = []
     for a in answers:
         conv = by_conv[a.question.conv]
-        replica = replicas.setdefault(conv.id, L.ServerReplica(conv))
+        if conv.id not in replicas:
+            replicas[conv.id] = L.ServerReplica(conv, **settings)
+        replica = replicas[conv.id]
         mine = [conv.turns[i].dia_id for i, _ in replica.search(a.question.text, k)]
         same += mine == a.ranked
         same5 += mine[:5] == a.ranked[:5]
@@ -150,15 +181,20 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
     if digest != L.DATA_SHA256:
         h.log(f"warning: {data} has sha256 {digest}, not the protocol's {L.DATA_SHA256}")
     convs = L.load(data)
+    rankings = {name: RANKINGS[name] for name in args.rankings.split(",")}
     started = time.perf_counter()
+    answers: dict[str, list[Answer]] = {}
     with h.bench_stack(admin_url, PREFIX + convs[0].id) as stack:
         h.log(f"bulk import of {sum(len(c.turns) for c in convs):,} turns into 10 projects")
         ingest_stats = ingest(stack.api, convs)
-        h.log(f"{sum(len(c.questions) for c in convs):,} questions, k={K}, after a warm-up")
-        answers = ask_all(stack.api, convs, K, args.warm_up)
+        for name, recall in rankings.items():
+            use_ranking(stack.api, convs, recall)
+            h.log(f"ranking {name!r}: {sum(len(c.questions) for c in convs):,} questions, k={K}")
+            answers[name] = ask_all(stack.api, convs, K, args.warm_up)
         dump: list[dict[str, Any]] = []
         if args.dump_k100:
-            h.log("second pass, k=100, for bench/dense_probe.py")
+            last = list(rankings)[-1]
+            h.log(f"second pass, k=100, ranking {last!r}, for bench/dense_probe.py")
             for conv in convs:
                 for q in conv.questions:
                     results, latency = search(stack.api, conv, q.text, 100)
@@ -173,37 +209,74 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
         facts = stack.facts
     wall = time.perf_counter() - started
 
-    by_key = {(a.question.conv, a.question.index): a for a in answers}
-    rows = L.score_all((a.question for a in answers), lambda q: by_key[(q.conv, q.index)].ranked)
-    agreement = replica_agreement(convs, answers, K)
-    lat_all = [a.latency_ms for a in answers]
-    lat_scored = [a.latency_ms for a in answers if a.question.scored and a.question.cat != 5]
-    empty = sum(1 for a in answers if not a.ranked)
-
     print(f"LoCoMo-R variant T through HTTP · {h.facts_line(facts)}")
+    rows: dict[str, list[L.Scored]] = {}
+    report: dict[str, Any] = {}
+    for name, recall in rankings.items():
+        ranked_of = {(a.question.conv, a.question.index): a.ranked for a in answers[name]}
+        rows[name] = L.score_all((a.question for a in answers[name]), partial(ranked_by, ranked_of))
+        agreement = replica_agreement(convs, answers[name], K, recall)
+        lat_all = [a.latency_ms for a in answers[name]]
+        empty = sum(1 for a in answers[name] if not a.ranked)
+        report[name] = {
+            "recall_settings": recall,
+            "summary": {g: L.summarize(m) for g, m in L.groups(rows[name]).items()},
+            "latency_ms": {
+                "n": len(lat_all),
+                **{f"p{q}": h.percentile(lat_all, q / 100) for q in (50, 95, 99)},
+            },
+            "replica_agreement": agreement,
+            "questions_without_results": empty,
+        }
+        print()
+        print(f"## ranking {name!r} (recall settings {json.dumps(recall)})")
+        print()
+        print(L.summary_table(rows[name]))
+        print()
+        print("| search latency (client wall, ms) | n | p50 | p95 | p99 | max |")
+        print("|---|---:|---:|---:|---:|---:|")
+        print(latency_line("all 1,986 questions", lat_all))
+        print()
+        print(
+            f"- in-process replica vs server: identical top-{K} for "
+            f"{agreement['identical_top_k_pct']} % of questions, identical top-5 for "
+            f"{agreement['identical_top5_pct']} %; {empty} questions without a result."
+        )
     print()
-    print(L.summary_table(rows))
+    print("## side by side (categories 1–4, n = 1,536; paired against the first ranking)")
     print()
-    print("| search latency (client wall, ms) | n | p50 | p95 | p99 | max |")
-    print("|---|---:|---:|---:|---:|---:|")
-    print(latency_line("all 1,986 questions", lat_all))
-    print(latency_line("categories 1–4 (scored)", lat_scored))
-    print()
-    print("Notes:")
+    base_name = next(iter(rankings))
+    base = [r for r in rows[base_name] if r.question.cat in L.SCORED_CATS]
     print(
-        f"- k={K}: metrics are over the ≤ 20 memories the server returns (MRR is MRR@20; "
-        "S-hit@k de-duplicates those 20 to sessions). The server returns only memories that "
-        f"share a term with the question: {empty} of {len(answers):,} questions got no result."
+        "| ranking | hit@1 | hit@5 | hit@10 | hit@20 | MRR | NDCG@10 | S-hit@1 | S-hit@3 "
+        "| dev hit@5 | test hit@5 | search p50 / p95 ms | hit@5 McNemar | MRR Δ (95 %) |"
     )
+    print("|---|" + "---:|" * 11 + "---|---|")
+    for name in rankings:
+        main = [r for r in rows[name] if r.question.cat in L.SCORED_CATS]
+        s_ = L.summarize(main)
+        groups = L.groups(rows[name])
+        dev = L.summarize(groups["dev 1–4 (conv-26, conv-30)"])["hit@5"]
+        test = L.summarize(groups["test 1–4 (8 conversations)"])["hit@5"]
+        lat = report[name]["latency_ms"]
+        cells = " | ".join(
+            f"{s_[m]:.1f}"
+            for m in ("hit@1", "hit@5", "hit@10", "hit@20", "mrr", "ndcg@10", "S-hit@1", "S-hit@3")
+        )
+        paired = (
+            "– | –"
+            if name == base_name
+            else f"{L.mcnemar(base, main, 'hit@5')} | {L.paired_difference(base, main, 'mrr')}"
+        )
+        print(
+            f"| {name} | {cells} | {dev:.1f} | {test:.1f} | {h.ms(lat['p50'])} / "
+            f"{h.ms(lat['p95'])} | {paired} |"
+        )
+    print()
     print(
         f"- ingest: {ingest_stats['memories']:,} memories in 10 bulk requests, "
         f"{ingest_stats['seconds']} s ({ingest_stats['per_s']:,} memories/s); run wall "
-        f"{wall:,.0f} s."
-    )
-    print(
-        f"- in-process replica (bench/_locomo.ServerReplica) vs server: identical top-{K} for "
-        f"{agreement['identical_top_k_pct']} % of questions, identical top-5 for "
-        f"{agreement['identical_top5_pct']} %."
+        f"{wall:,.0f} s. k={K}: MRR is MRR@20."
     )
     if args.json:
         out = {
@@ -211,30 +284,21 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
             "protocol": "LoCoMo-R v1 variant T (benchmarks.md §5.1), through HTTP",
             "data_sha256": digest,
             "k": K,
-            "summary": {name: L.summarize(members) for name, members in L.groups(rows).items()},
-            "latency_ms": {
-                "all": {
-                    "n": len(lat_all),
-                    **{f"p{q}": h.percentile(lat_all, q / 100) for q in (50, 95, 99)},
-                },
-                "scored": {
-                    "n": len(lat_scored),
-                    **{f"p{q}": h.percentile(lat_scored, q / 100) for q in (50, 95, 99)},
-                },
-            },
             "ingest": ingest_stats,
-            "replica_agreement": agreement,
-            "questions_without_results": empty,
-            "per_question": [
-                {
-                    "conv": a.question.conv,
-                    "index": a.question.index,
-                    "cat": a.question.cat,
-                    "ranked": a.ranked,
-                    "latency_ms": round(a.latency_ms, 3),
-                }
-                for a in answers
-            ],
+            "rankings": report,
+            "per_question": {
+                name: [
+                    {
+                        "conv": a.question.conv,
+                        "index": a.question.index,
+                        "cat": a.question.cat,
+                        "ranked": a.ranked,
+                        "latency_ms": round(a.latency_ms, 3),
+                    }
+                    for a in answers[name]
+                ]
+                for name in rankings
+            },
         }
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     if args.dump_k100:
@@ -248,6 +312,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
     parser.add_argument("--dump-k100", metavar="FILE", help="k=100 rankings for dense_probe.py")
     parser.add_argument("--warm-up", type=int, default=WARM_UP, help="untimed searches first")
+    parser.add_argument(
+        "--rankings",
+        default=",".join(RANKINGS),
+        help=f"comma-separated, from {', '.join(RANKINGS)}; the first is the paired baseline",
+    )
     args = parser.parse_args(argv)
     return h.run_bench("bench/locomo.py", run, args)
 

@@ -13,13 +13,16 @@ test split (§5.1.10), with McNemar's paired test on hit@5 against the server's 
    (282 / 321 / 92 / 841) and the §5.2 numbers (hit@5 52.7, MRR 40.6).
 2. What the server's choices cost: stopword list, k1/b, meow decay (on/off), as a grid on dev,
    and a softened decay raw × (1 − s + s·weight) for strengths s between off (0) and the app (1).
+
+--signals: the context signals instead (memoryhub/recall/signals.py): a grid of the three
+weights on dev, then each signal alone and all three at the defaults on dev, all ten and test,
+with McNemar on hit@5 against the ranking without them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,10 +47,22 @@ class Variant:
     b: float = 0.75
     decay: float = 1.0  # strength of meow's decay: 1 = the app's, 0 = none
     stopwords: frozenset[str] | None = None  # None: the app's list
+    # The context signals (memoryhub/recall/signals.py): off unless given, so the BM25 variants
+    # compare with the ranking before them.
+    signal_session: float = 0.0
+    signal_neighbour: float = 0.0
+    signal_subject: float = 1.0
 
     def ranker(self, conv: L.Conversation) -> Callable[[L.Question], list[str]]:
         replica = L.ServerReplica(
-            conv, k1=self.k1, b=self.b, decay=self.decay, stopwords=self.stopwords
+            conv,
+            k1=self.k1,
+            b=self.b,
+            decay=self.decay,
+            stopwords=self.stopwords,
+            signal_session=self.signal_session,
+            signal_neighbour=self.signal_neighbour,
+            signal_subject=self.signal_subject,
         )
         return lambda q: [conv.turns[i].dia_id for i, _ in replica.search(q.text, K)]
 
@@ -61,21 +76,6 @@ def evaluate(variant: Variant, convs: Sequence[L.Conversation]) -> list[L.Scored
 
 def main_rows(rows: Sequence[L.Scored]) -> list[L.Scored]:
     return [r for r in rows if r.question.cat in L.SCORED_CATS]
-
-
-def mcnemar(base: Sequence[L.Scored], other: Sequence[L.Scored], metric: str) -> str:
-    """Paired exact-ish McNemar (chi² with continuity) on a 0/1 metric: 'b/c, p'."""
-    key = {(r.question.conv, r.question.index): r.metrics[metric] for r in base}
-    gained = lost = 0
-    for r in other:
-        was = key[(r.question.conv, r.question.index)]
-        gained += r.metrics[metric] > was
-        lost += r.metrics[metric] < was
-    if gained + lost == 0:
-        return "+0/−0, p=1"
-    chi2 = (abs(gained - lost) - 1) ** 2 / (gained + lost)
-    p = math.erfc(math.sqrt(chi2 / 2))
-    return f"+{gained}/−{lost}, p={p:.3g}"
 
 
 def check_scorer(convs: Sequence[L.Conversation]) -> tuple[str, dict[str, Any]]:
@@ -118,7 +118,7 @@ def table(
         s = L.summarize(main)
         line = f"| {name} | {s['n']:,} | " + " | ".join(f"{s[m]:.1f}" for m in SHOWN) + " |"
         if base is not None:
-            line += f" {mcnemar(main_rows(base), main, 'hit@5')} |"
+            line += f" {L.mcnemar(main_rows(base), main, 'hit@5')} |"
         lines.append(line)
     return "\n".join(lines)
 
@@ -131,11 +131,62 @@ def grid_table(hits: dict[tuple[float, float], float], title: str) -> str:
     return "\n".join(lines)
 
 
+SESSIONS = (0.1, 0.2, 0.3, 0.5)
+NEIGHBOURS = (0.1, 0.2, 0.3, 0.5)
+SUBJECTS = (1.2, 1.3, 1.5)
+
+
+def signals_run(convs: Sequence[L.Conversation], out: dict[str, Any]) -> None:
+    dev = [c for c in convs if c.id in L.DEV]
+    test = [c for c in convs if c.id not in L.DEV]
+    today = Variant("today (no signals)", 0.3, 0.0, 0.1)
+    grid = {}
+    for s in SESSIONS:
+        for n in NEIGHBOURS:
+            for u in SUBJECTS:
+                v = Variant("", 0.3, 0.0, 0.1, None, s, n, u)
+                grid[(s, n, u)] = L.summarize(main_rows(evaluate(v, dev)))
+    out["signals_dev_grid"] = {f"{s},{n},{u}": v for (s, n, u), v in grid.items()}
+    print("Dev split: hit@5 / MRR over session × neighbour weights, per subject factor")
+    for u in SUBJECTS:
+        print()
+        print(f"| subject {u} | " + " | ".join(f"neighbour {n}" for n in NEIGHBOURS) + " |")
+        print("|---|" + "---:|" * len(NEIGHBOURS))
+        for s in SESSIONS:
+            cells = (grid[(s, n, u)] for n in NEIGHBOURS)
+            print(
+                f"| session {s} | "
+                + " | ".join(f"{c['hit@5']:.1f} / {c['mrr']:.1f}" for c in cells)
+                + " |"
+            )
+    d = L.SIGNAL_DEFAULTS
+    s0, n0, u0 = d["signal_session"], d["signal_neighbour"], d["signal_subject"]
+    chosen = [
+        today,
+        Variant(f"+ session coherence {s0}", 0.3, 0.0, 0.1, None, s0, 0.0, 1.0),
+        Variant(f"+ neighbour smoothing {n0}", 0.3, 0.0, 0.1, None, 0.0, n0, 1.0),
+        Variant(f"+ subject × {u0}", 0.3, 0.0, 0.1, None, 0.0, 0.0, u0),
+        Variant("all three (the default)", 0.3, 0.0, 0.1, None, s0, n0, u0),
+    ]
+    for split_name, split in (("dev", dev), ("all ten", convs), ("test (8)", test)):
+        results = [(v.name, evaluate(v, split)) for v in chosen]
+        print()
+        print(f"Signals on {split_name} (categories 1–4):")
+        print()
+        print(table(results, results[0][1]))
+        out[f"signals_{split_name}"] = {n: L.summarize(main_rows(r)) for n, r in results}
+
+
 def run(args: argparse.Namespace) -> int:
     convs = L.load(Path(args.data))
     dev = [c for c in convs if c.id in L.DEV]
     test = [c for c in convs if c.id not in L.DEV]
     out: dict[str, Any] = {}
+    if args.signals:
+        signals_run(convs, out)
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=1, default=str) + "\n")
+        return 0
 
     text, out["scorer_check"] = check_scorer(convs)
     print(text)
@@ -259,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", default=str(L.DATA), help="locomo10.json (default: %(default)s)")
     parser.add_argument("--json", metavar="FILE", help="also write the numbers to FILE")
+    parser.add_argument("--signals", action="store_true", help="tune the context signals")
     return run(parser.parse_args(argv))
 
 

@@ -6,7 +6,14 @@ so term-frequency saturation and length normalisation barely help (k1 0.3, b 0),
 decay buries an old memory that answers the question under newer near-misses (−8 points of
 hit@5), so recency only nudges the order: score = raw × (1 − s + s × weight), weight from the
 step table, s = search_decay. Setting {"search_k1": 1.5, "search_b": 0.75, "search_decay": 1}
-gives meow-memory's exact ranking. Keyword hits always use meow's formula.
+and the signals off gives meow-memory's exact ranking. Keyword hits always use meow's formula.
+
+The context signals (memoryhub.recall.signals, issue 14) were chosen on the same dev split
+(bench/locomo_explore.py --signals): session coherence 0.3, neighbour smoothing 0.3, subject
+factor 1.5, inside a plateau (0.1–0.5, 0.1–0.5, 1.2–1.5 all gave 67–73 hit@5 on dev) and below
+its edge, because heavier session and neighbour weights suit dialogue turns more than the
+memories an agent extracts. {"signal_session": 0, "signal_neighbour": 0, "signal_subject": 1}
+is the ranking before them.
 """
 
 from __future__ import annotations
@@ -22,15 +29,28 @@ class RecallConfig:
     search_k1: float = 0.3
     search_b: float = 0.0
     search_decay: float = 0.1
+    # Context signals: + signal_session × the best score × session BM25 / the best session's,
+    # + signal_neighbour × the scores of the previous and next memory of the source session,
+    # × signal_subject when the memory's subject is named in the query.
+    signal_session: float = 0.3
+    signal_neighbour: float = 0.3
+    signal_subject: float = 1.5
     # oh-my-pi's summaryInjectionTokenLimit: memory_summary.md in the omp and default payloads
     # is cut to this many tokens (4 characters each); omp's lessons share the same cap.
     summary_injection_token_limit: int = 5_000
+
+    @property
+    def signals_on(self) -> bool:
+        return bool(self.signal_session or self.signal_neighbour or self.signal_subject != 1)
 
 
 _BOUNDS = {
     "search_k1": (0.0, 10.0),
     "search_b": (0.0, 1.0),
     "search_decay": (0.0, 1.0),
+    "signal_session": (0.0, 5.0),
+    "signal_neighbour": (0.0, 1.0),
+    "signal_subject": (1.0, 5.0),
     "summary_injection_token_limit": (0, 1_000_000),
 }
 _INTEGERS = {"summary_injection_token_limit"}

@@ -1,9 +1,9 @@
 """Why a memory ranks where it does: the injection preview's explained scores.
 
-Nothing here ranks on its own. The candidates and their raw BM25 come from the ranking itself
-(search.raw_pool, the read-only half of memory_search); this module reads the postings of those
-candidates again and splits each raw score into its terms (idf × query count × BM25's tf part),
-then applies scoring.decayed exactly as memory_search does, naming the factor it used. A test
+Nothing here ranks on its own. The order and every score come from the ranking itself
+(search.ranked, the read-only half of memory_search, context signals included); this module
+reads the postings of the top memories again and splits each raw score into its terms (idf ×
+query count × BM25's tf part) and names the recency factor and the signals' shares. A test
 holds the explained total equal to what GET …/memories/search/ answers.
 
 Keyword hits (meow-memory's per-message formula) already carry their factors
@@ -34,7 +34,7 @@ from memoryhub.recall import keyword_hits, recall_files, scoring, selectors
 from memoryhub.recall.conf import recall_config
 from memoryhub.recall.injection import Payload, Profile, build_payload
 from memoryhub.recall.layout import estimate_tokens
-from memoryhub.recall.search import QUERY_MAX_TERMS, SearchQuery, raw_pool
+from memoryhub.recall.search import QUERY_MAX_TERMS, SearchQuery, ranked
 from memoryhub.recall.services import hits_block, recall_text
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access
@@ -63,7 +63,11 @@ class SearchExplanation:
     recency_weight: float  # the step table's weight for age_days
     exempt: str  # "importance" (≥ 3), "super_match" (raw ≥ 0.85 × best) or ""
     decay_factor: float  # what raw was multiplied by: 1 when exempt
-    score: float  # raw × decay_factor = scoring.decayed(...)
+    score: float  # (base + neighbours + session) × subject
+    base: float = 0.0  # raw × decay_factor = scoring.decayed(...)
+    neighbours: float = 0.0  # neighbour smoothing's share (signals)
+    session: float = 0.0  # session coherence's share
+    subject: float = 1.0  # the subject factor applied
 
     @property
     def terms_total(self) -> float:
@@ -80,12 +84,6 @@ class SearchExplain:
     decay_strength: float
     best_raw: float
     results: list[SearchExplanation]
-
-
-def _order_key(item: tuple[Memory, float, float]) -> tuple[float, datetime, int]:
-    memory, _raw, score = item
-    # memory_search's order, ties included: earlier insertion first.
-    return (-round(score, 9), memory.created_at, memory.pk)
 
 
 def explain_search(*, access: ProjectAccess, query: SearchQuery) -> SearchExplain:
@@ -110,27 +108,12 @@ def explain_search(*, access: ProjectAccess, query: SearchQuery) -> SearchExplai
         best_raw=0.0,
         results=[],
     )
-    pool = raw_pool(access, query, now, min(query.k, index.MAX_CANDIDATES), config)
-    if not pool:
+    ranking = ranked(access, query, now, query.k, config)
+    if not ranking:
         return base
-    best = pool[0][1]
-    scored = [
-        (
-            memory,
-            raw,
-            scoring.decayed(
-                raw,
-                best_raw=best,
-                importance=memory.importance,
-                updated_at=memory.updated_at,
-                now=now,
-                strength=config.search_decay,
-            ),
-        )
-        for memory, raw in pool
-    ]
-    top = sorted(scored, key=_order_key)[: query.k]
-    ids = [memory.pk for memory, _, _ in top]
+    best = max(hit.raw for hit in ranking)
+    top = ranking[: query.k]
+    ids = [hit.memory.pk for hit in top]
     postings: dict[int, list[tuple[str, int, int]]] = {i: [] for i in ids}
     for memory_id, term, tf, length in MemoryTerm.objects.filter(
         project_id=project_id, memory_id__in=ids, term__in=list(df)
@@ -139,7 +122,8 @@ def explain_search(*, access: ProjectAccess, query: SearchQuery) -> SearchExplai
     bm25 = index.Bm25(k1=config.search_k1, b=config.search_b, avgdl=avgdl)
     full = Memory.objects.select_related("owner").in_bulk(ids)
     results = []
-    for rank, (memory, raw, score) in enumerate(top, 1):
+    for rank, hit in enumerate(top, 1):
+        memory, raw = hit.memory, hit.raw
         parts = []
         for term, tf, length in sorted(postings[memory.pk], key=lambda p: terms.index(p[0])):
             idf = scoring.idf(n_docs, df[term])
@@ -172,7 +156,11 @@ def explain_search(*, access: ProjectAccess, query: SearchQuery) -> SearchExplai
                 recency_weight=weight,
                 exempt=exempt,
                 decay_factor=factor,
-                score=score,
+                score=hit.score,
+                base=hit.base,
+                neighbours=hit.parts.neighbours if hit.parts else 0.0,
+                session=hit.parts.session if hit.parts else 0.0,
+                subject=hit.parts.subject if hit.parts else 1.0,
             )
         )
     return SearchExplain(**{**base.__dict__, "best_raw": best, "results": results})

@@ -31,7 +31,11 @@ def _bank(client: APIClient) -> None:
     add_memory(client, "Python 3.13 is the target runtime")
 
 
-@pytest.mark.parametrize("settings_", [{}, {"search_k1": 1.5, "search_b": 0.75, "search_decay": 1}])
+MEOW = {"search_k1": 1.5, "search_b": 0.75, "search_decay": 1}
+SIGNALS_OFF = {"signal_session": 0, "signal_neighbour": 0, "signal_subject": 1}
+
+
+@pytest.mark.parametrize("settings_", [{}, MEOW, {**MEOW, **SIGNALS_OFF}])
 def test_it_explains_the_rankings_own_scores(
     alice_client: APIClient, alice: User, project: Project, settings_: dict[str, float]
 ) -> None:
@@ -57,7 +61,11 @@ def test_it_explains_the_rankings_own_scores(
     for e in explained.results:
         # The parts add up to the raw score the ranking computed, and the factor to the total.
         assert e.terms_total == pytest.approx(e.raw, rel=1e-9)
-        assert e.raw * e.decay_factor == pytest.approx(e.score, rel=1e-12)
+        assert e.raw * e.decay_factor == pytest.approx(e.base, rel=1e-12)
+        signals = e.base + e.neighbours + e.session
+        assert signals * e.subject == pytest.approx(e.score, rel=1e-12)
+        if settings_.get("signal_session") == 0:
+            assert e.score == e.base
         assert {p.term for p in e.terms} <= {"deploy", "docker"}
         for part in e.terms:
             assert part.idf == pytest.approx(

@@ -45,7 +45,13 @@ def test_idf_and_decay_match_hand_computed_values() -> None:
     assert scoring.decayed(1.8, best_raw=2.0, importance=1, updated_at=old, now=now) == 1.8
 
 
+SIGNALS_OFF = {"signal_session": 0, "signal_neighbour": 0, "signal_subject": 1}
+
+
 def test_bm25_scores_match_hand_computed_values(alice_client: APIClient) -> None:
+    # The context signals off: today's BM25 × recency alone (tests/recall/test_signals.py).
+    response = alice_client.patch(PROJECT, {"settings": {"recall": SIGNALS_OFF}}, format="json")
+    assert response.status_code == 200, response.content
     a = add(alice_client, "deploy docker")  # terms: deploy docker (dl 2)
     b = add(alice_client, "docker compose docker")  # docker compos docker (dl 3)
     # N = 2, avgdl = 2.5, df(docker) = 2 → idf = ln(1.2); defaults k1 = 0.3, b = 0
@@ -59,7 +65,7 @@ def test_bm25_scores_match_hand_computed_values(alice_client: APIClient) -> None
 
 
 def test_meow_memorys_exact_ranking_is_a_project_setting(alice_client: APIClient) -> None:
-    meow = {"recall": {"search_k1": 1.5, "search_b": 0.75, "search_decay": 1}}
+    meow = {"recall": {"search_k1": 1.5, "search_b": 0.75, "search_decay": 1, **SIGNALS_OFF}}
     response = alice_client.patch(PROJECT, {"settings": meow}, format="json")
     assert response.status_code == 200, response.content
     a = add(alice_client, "deploy docker")
@@ -114,6 +120,7 @@ def test_filters_that_remove_most_candidates_rank_again_among_visible_ones(
 
 
 def test_recency_decay_and_its_exemptions(alice_client: APIClient) -> None:
+    alice_client.patch(PROJECT, {"settings": {"recall": SIGNALS_OFF}}, format="json")
     old = "2024-01-01T00:00:00Z"
     weak_old = add(alice_client, "redis layer notes", created_at=old, updated_at=old)
     important_old = add(alice_client, "redis cache", importance=3, created_at=old, updated_at=old)
