@@ -89,7 +89,7 @@ APP_STOPWORDS_PLUS = frozenset(app_text.STOPWORDS) | CONTRACTION_FRAGMENTS
 # memoryhub/recall/conf.py's defaults for the context signals (bench/locomo.py checks the
 # replica against the server, so a drift shows there).
 SIGNAL_DEFAULTS = {"signal_session": 0.3, "signal_neighbour": 0.3, "signal_subject": 1.5}
-SIGNAL_POOL = 100
+SIGNAL_POOL = 20
 
 
 # --- Data --------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ per session and the bank's session statistics. An in-memory index can replace th
 signals themselves only take plain values.
 
 Cost: one statement per piece, each bounded by the candidates' sessions, except the session
-document frequencies, which count the postings of the query's terms (cached like df from
-index.CACHE_FROM sessions).
+statistics, which count the postings of the query's terms and the bank's sessions (cached for
+STATS_TTL_SECONDS on banks of index.CACHE_FROM memories or more).
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ def sessions_of(
         rows = (
             Memory.objects.filter(visible, project_id=project_id, source_session__in=named)
             .values_list("id", "source_session", "source_record_start", "term_count")
-            .iterator(chunk_size=2_000)
         )
         for memory_id, session, order, term_count in rows:
             key = signals.session_key(session, memory_id)
@@ -97,12 +96,15 @@ def session_term_counts(
     return out
 
 
-def session_frequencies(project_id: int, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+def session_frequencies(
+    project_id: int, terms: Sequence[str], n_docs: int
+) -> tuple[int, dict[str, int]]:
     """The bank's number of sessions and, per term, how many sessions hold it (every status and
-    scope, as index.document_frequencies: idf is a property of the bank)."""
+    scope, as index.document_frequencies: idf is a property of the bank). Cached for a bank of
+    index.CACHE_FROM memories (`n_docs`) or more, where one write barely moves them."""
     keys = {term: f"recall:sdf:{project_id}:{term}" for term in terms}
     count_key = f"recall:sessions:{project_id}"
-    cached = cache.get_many([*keys.values(), count_key])
+    cached = cache.get_many([*keys.values(), count_key]) if n_docs >= CACHE_FROM else {}
     df = {term: cached[key] for term, key in keys.items() if key in cached}
     missing = [term for term in terms if term not in df]
     if missing:
@@ -112,17 +114,17 @@ def session_frequencies(project_id: int, terms: Sequence[str]) -> tuple[int, dic
             .annotate(n=Count(_key_expression("memory__"), distinct=True))
             .values_list("term", "n")
         )
-        cache.set_many(
-            {keys[t]: n for t, n in counted.items() if n >= CACHE_FROM}, STATS_TTL_SECONDS
-        )
+        if n_docs >= CACHE_FROM:
+            cache.set_many({keys[t]: n for t, n in counted.items()}, STATS_TTL_SECONDS)
         df |= counted
     n_sessions = cached.get(count_key)
     if n_sessions is None:
         n_sessions = Memory.objects.filter(project_id=project_id).aggregate(
             n=Count(_key_expression(), distinct=True)
         )["n"]
-        if n_sessions >= CACHE_FROM:
+        if n_docs >= CACHE_FROM:
             cache.set(count_key, n_sessions, STATS_TTL_SECONDS)
+    # The cached count may lag behind a fresh df.
     return max(n_sessions, *df.values(), 1) if df else max(n_sessions, 1), df
 
 

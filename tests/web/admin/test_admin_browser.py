@@ -72,8 +72,11 @@ def test_preview_an_injection_and_read_its_score_components(
         assert total == pytest.approx(result["score"], abs=1e-6)
         parts = [float(t) for t in row.locator(".term-score").all_inner_texts()]
         decay = float(row.locator("td.decay").inner_text().split()[1])
-        # The components on the page multiply back to the ranking's score.
-        assert sum(parts) * decay == pytest.approx(result["score"], abs=2e-3)
+        near, session, subject = row.locator("td.signals").inner_text().split()
+        # The components on the page add and multiply back to the ranking's score.
+        base = sum(parts) * decay
+        rebuilt = (base + float(near[1:]) + float(session[1:])) * float(subject[1:])
+        assert rebuilt == pytest.approx(result["score"], abs=2e-3)
         terms = row.locator(".term code").all_inner_texts()
         assert set(terms) <= {"deploy", "docker"} and "docker" in terms
     assert browser_page.console_errors == []
