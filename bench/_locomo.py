@@ -504,7 +504,7 @@ class ServerReplica:
         for i in pool:
             ids.update(j for j in self.adjacent.get(i, (None, None)) if j is not None)
         terms = self.tok(text)
-        qtf = Counter(t for t, _ in Counter(terms).most_common(64))
+        qtf = Counter(dict(Counter(terms).most_common(64)))  # with repeats, as search.py
         sessions = {self.keys[i] for i in ids}
         n_sessions = len(self.session_tf)
         scores = app_signals.session_bm25(

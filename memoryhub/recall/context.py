@@ -55,10 +55,9 @@ def sessions_of(
     lengths: Counter[str] = Counter()
     members: dict[int, str] = {}
     if named:
-        rows = (
-            Memory.objects.filter(visible, project_id=project_id, source_session__in=named)
-            .values_list("id", "source_session", "source_record_start", "term_count")
-        )
+        rows = Memory.objects.filter(
+            visible, project_id=project_id, source_session__in=named
+        ).values_list("id", "source_session", "source_record_start", "term_count")
         for memory_id, session, order, term_count in rows:
             key = signals.session_key(session, memory_id)
             groups[key].append((memory_id, order))
@@ -75,24 +74,23 @@ def session_term_counts(
     *, project_id: int, visible: Q, sessions: Iterable[str], loners: Iterable[int], terms: list[str]
 ) -> dict[str, dict[str, int]]:
     """tf of each query term over each session's visible memories (session keys), and over each
-    session-less memory in `loners` (its own key)."""
+    session-less memory in `loners` (its own key). One statement."""
     named = sorted(key[2:] for key in sessions if key.startswith("s:"))
-    out: dict[str, dict[str, int]] = defaultdict(dict)
-    postings = MemoryTerm.objects.filter(project_id=project_id, term__in=terms)
-    if named:
-        rows = (
-            postings.filter(visible, memory__source_session__in=named)
-            .values_list("memory__source_session", "term")
-            .annotate(tf=Sum("tf"))
-        )
-        for session, term, tf in rows:
-            out["s:" + session][term] = int(tf)
     loner_ids = sorted(set(loners))
+    which = Q(visible, memory__source_session__in=named) if named else Q(pk__in=[])
     if loner_ids:
-        for memory_id, term, tf in postings.filter(memory_id__in=loner_ids).values_list(
-            "memory_id", "term", "tf"
-        ):
-            out[f"#{memory_id}"][term] = tf
+        which |= Q(memory_id__in=loner_ids)
+    out: dict[str, dict[str, int]] = defaultdict(dict)
+    if not named and not loner_ids:
+        return out
+    rows = (
+        MemoryTerm.objects.filter(which, project_id=project_id, term__in=terms)
+        .annotate(key=_key_expression("memory__"))
+        .values_list("key", "term")
+        .annotate(tf=Sum("tf"))
+    )
+    for key, term, tf in rows:
+        out[key][term] = int(tf)
     return out
 
 
