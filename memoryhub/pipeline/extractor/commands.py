@@ -98,7 +98,9 @@ _LINT_TOOLS = frozenset(
     }
 )
 _TYPECHECK_TOOLS = frozenset({"mypy", "pyright", "tsc", "vue-tsc", "pytype", "basedpyright"})
-_FORMAT_TOOLS = frozenset({"black", "isort", "prettier", "gofmt", "clang-format", "rustfmt"})
+_FORMAT_TOOLS = frozenset(
+    {"black", "isort", "prettier", "gofmt", "clang-format", "rustfmt", "pint", "php-cs-fixer"}
+)
 _BUILD_TOOLS = frozenset({"cmake", "webpack", "rollup", "esbuild", "bazel", "ninja", "meson"})
 _DEPLOY_TOOLS = frozenset(
     {
@@ -235,6 +237,8 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
     """(family key, category or None) of one simple command."""
     tool = words[0].rsplit("/", 1)[-1]
     args = words[1:]
+    if tool == "php" and args[:1] == ["artisan"]:  # Laravel's manage.py
+        tool, args = "manage.py", args[1:]
     if (
         tool in ("python", "python3", "py", "bash", "sh", "node", "ruby", "perl")
         and args
@@ -306,6 +310,8 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
             return key, None
         return key, _script_category(sub) if sub else None
     if low in ("gradle", "gradlew", "mvn", "mvnw", "sbt", "lein", "ant"):
+        if low_sub.startswith("test") and low not in ("mvn", "mvnw"):  # testDebugUnitTest
+            return key, "test"
         if low_sub in ("test", "check", "verify") and low not in ("mvn", "mvnw"):
             return key, "test" if low_sub == "test" else "lint"
         if low_sub in ("test", "verify"):

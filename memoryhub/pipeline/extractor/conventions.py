@@ -42,8 +42,10 @@ _CONTRAST_EN = re.compile(
 )
 _NORM_EN = re.compile(
     r"\b(?:always|never|must|mustn'?t|every|everything|anything|each|exclusively|whenever|nobody|"
-    r"no\s+one|go(?:es)?\s+through|lands?\s+(?:through|via)|at\s+least|"
-    r"only\s+(?:in|on|for|through|from|via|with|at|by|after|before|when|rename|use|run))\b"
+    r"no\s+one|go(?:es)?\s+through|lands?\s+(?:through|via)|at\s+least|everywhere|nothing|nowhere|"
+    r"(?:is|are)\s+(?:read|written|sent|done|handled|made|passed)\s+(?:through|via|as)|"
+    r"only\s+(?:in|on|for|through|from|via|with|at|by|after|before|when|rename|use|run|inside|"
+    r"within))\b"
     r"|^(?:the\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+gets?\s+(?:a|an)\b|^(?:the\s+)?[A-Z]+\s+gets\s+(?:a|an)\b",
     re.IGNORECASE,
 )
@@ -51,7 +53,8 @@ _STRONG_EN = re.compile(r"\b(?:always|never|must|mustn'?t|exclusively)\b", re.IG
 # "，不引入…", "日志里不打…": a negated verb after a comma or a place says what not to do.
 _NEGATED_VERB_ZH = (
     r"(?:[，,、]\s*|(?<=[里中上下内]))(?:而)?(?:不|别|禁止|不能|不许|不准|不再)(?:要)?"
-    r"(?:用|走|直接|打印?|写|放|存|提交|推|传|带|输出|记录|暴露|引入|发|改|加|建|开)"
+    r"(?:随便|乱|轻易|手动|私自|擅自)?"
+    r"(?:用|走|直接|打印?|写|放|存|提交|推|传|带|输出|记录|暴露|引入|发|改|加|建|开|动|删)"
 )
 _CONTRAST_ZH = re.compile(
     r"[，,、]\s*(?:而)?(?:不是|不用|不走|不直接|不能|不许|不准|不再|别用|别直接|禁止)|而不是|而非|"
@@ -60,7 +63,7 @@ _CONTRAST_ZH = re.compile(
 _PRESCRIBES_ZH = re.compile(_NEGATED_VERB_ZH)
 _NORM_ZH = re.compile(
     r"一律|统一|必须|务必|都要|只能|只用|只走|只在|只允许|每次都|按照?[^，。,；;]{1,30}?(?:来|写|走|执行)"
-    r"|遵循|遵守|至少要?|才能|都走|都用|都放|都按"
+    r"|遵循|遵守|至少要?|才能|都走|都用|都放|都按|命名(?:是|用|按|规则)|(?:之?前)(?:都)?(?:要|必须)|固定"
     # "状态管理用 Zustand", "命名用 snake_case": a topic and the tool or form the team uses for it
     r"|^(?!帮我|麻烦|请帮|我(?!们)|你)[^，。,；;？?]{2,24}?(?:统一|都|一律|只)?(?:用|使用|走)\s*[^\s这那它]"
 )
@@ -111,7 +114,8 @@ _REPLY_STYLE = re.compile(
     r"(?:answers|replies|responses|messages)\b"
     r"|^(?:(?:when|if)\s+(?:unsure|in\s+doubt)\s*,\s*)?(?:always\s+)?ask\s+(?:me\s+)?(?:first\s+)?"
     r"before\b"
-    r"|^(?:回复|回答)(?:我)?(?:的时候)?(?:请)?(?:尽量)?(?:简短|简洁|精简|短一点|用中文|用英文)",
+    r"|^(?:回复|回答)(?:我)?(?:的时候)?(?:请)?(?:尽量)?(?:简短|简洁|精简|短一点|用中文|用英文)"
+    r"|^(?:回复|回答)[^，。]{0,6}?(?:别|不要|只)",
     re.IGNORECASE,
 )
 # Workflow verbs whose bare use states how the team works ("Squash-merge, with the ticket id in
@@ -134,7 +138,7 @@ _TRANSIENT = re.compile(
 _PROBLEM = re.compile(
     r"\b(?:5\d\d|404|fails?|failing|crash\w*|broken|bug|slow|flaky|time(?:s|d)?\s*out|"
     r"stuck|wrong|missing|double[- ]counts?|stopped|doesn'?t\s+work|not\s+working)\b"
-    r"|报错|错误|失败|超时|卡顿|不显示|挂了|崩溃|异常|重复入账|打不开|不生效",
+    r"|报错|错误|失败|超时|卡顿|不显示|挂了|崩溃|异常|重复入账|打不开|不生效|错乱|乱了",
     re.IGNORECASE,
 )
 
@@ -157,6 +161,8 @@ def convention(sentence: str) -> tuple[str, int, str] | None:
     )
     if not (contrast or norm) or _TRANSIENT.search(sentence) or reports_problem(sentence):
         return None
+    if re.match(r"^(?:never\s+mind|no\s+(?:worries|problem|need))\b", sentence, re.I):
+        return None
     latin_start = re.match(r"[\s`\"'(]*[A-Za-z]", sentence)
     if latin_start:
         if _BAD_START_EN.match(sentence) and not _YOU_NORM.match(sentence):
@@ -172,10 +178,13 @@ def convention(sentence: str) -> tuple[str, int, str] | None:
         or bool(zh and _PRESCRIBES_ZH.search(sentence))
         or bool(re.search(r"\bnever\b", sentence, re.I))
         or not _DESCRIBES.search(sentence)  # "Tabs, not spaces, for the frontend": verbless
+        or bool(re.search(r"[,;]\s*no\s+\w", sentence, re.I))  # "…, no public fields"
     )
     if _TEAM_SUBJECT.match(sentence):
         normative = False  # "we use X, not Y" / "我们后端统一用 X" says what the team does
     kind = statement_kind(sentence, normative=normative)
+    if kind is None and normative and (imperative or _STRONG_EN.search(sentence) or norm):
+        kind = Kind.RULE.value  # a plain norm in a coding session is the team's ("Every resource…")
     if kind is None or kind == Kind.USER.value:
         return None  # the speaker's own taste is left to the preference rule
     strong = _STRONG_EN.search(sentence) or (zh and _STRONG_ZH.search(sentence))

@@ -127,6 +127,7 @@ _SENTENCE_SPLIT = re.compile(
         (?=(?:please|also|always|never\s+(?:ever\s+)?(?:{_VERBS})|don'?t|do\s+not|stop|i|i'd|i'm|
             we|we're|our)\b)
       | [，,]\s*(?=(?:不要|别再|别(?![的人处])|禁止|不许|不准|严禁|千万别|千万不要|不能再))
+        (?!(?:不要|别)(?:随便|乱|轻易)?(?:改|动|删|碰)(?:它|了)?\s*[。！!]?\s*$)
     """,
     re.VERBOSE | re.IGNORECASE,
 )
@@ -370,6 +371,7 @@ _FACT_ZH = re.compile(
     r"|我们的[^，。,；;？?]{1,12}?(?:是|都是|在|用|放在|跑在|部署在|都部署在|都跑在)"
     r"|项目是[^，。,；;？?]{1,24}?(?:写的|开发的|做的|搭的|构建的)"
     r"|我们(?:这边|项目|前端|后端|服务端|客户端)?(?:是|用的是)\s*[A-Za-z]"
+    r"|项目是\s*[A-Za-z]|^(?!这|那|它|我(?!们)|你)[^，。,；;？?\s]{1,10}是\s*[A-Z][A-Za-z]"
 )
 _LOCATION_ZH = re.compile(
     rf"^(?!.*(?:问题|错误|报错|异常|bug)\S{{0,3}}在)\S{{1,20}}?(?:在|放在|位于|放到?|存到?|存放在)\s*`?{_PATH}`?\s*"
@@ -389,6 +391,17 @@ _IS_NAMED_EN = re.compile(
     rf"""^{_NOT_A_SUBJECT}
         (?:the\s+|our\s+)?(?:[\w-]+\s+){{0,3}}?[\w-]+\s+(?:is|are)\s+(?:a\s+|an\s+|the\s+)?(?:still\s+)?
         (?:[A-Z][\w.+-]*[A-Za-z0-9]|v?\d+\.\d+(?:\.\d+)?\b|[a-z]+\d[\w.]*|`)""",
+    re.VERBOSE,
+)
+# "It's a Laravel 11 app with Horizon", "It's Go 1.22, gRPC between services": what the project is.
+_ITS_A_EN = re.compile(
+    r"^it(?:'s|\s+is)\s+(?:a\s+|an\s+)?(?:[A-Z][\w.+#-]*\s+)+?"
+    r"(?:v?\d+(?:\.\d+)*\b|(?:app|application|project|service|codebase|repo|monorepo|site|stack)\b)"
+)
+# "Random seeds are fixed through seed_everything(42)", "Datasets are versioned with DVC".
+_PASSIVE_THROUGH_EN = re.compile(
+    rf"""^{_NOT_A_SUBJECT}(?:[\w`.-]+\s+){{1,4}}?(?:is|are)\s+\w+ed\s+(?:through|via|with|by|in)\s+
+        (?:the\s+)?(?=`|[A-Z][\w.+-]*[A-Za-z0-9]|\w+\(|[\w-]+[._/]\w)""",
     re.VERBOSE,
 )
 # "Money in this codebase is integer cents end to end": how things are, in the team's repository.
@@ -627,7 +640,13 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
     if fact is None:
         fact = _LOCATION_EN.match(s)
     if fact is None and not (found and found[0] == Kind.RULE.value):  # a rule wins over "from X"
-        fact = _SOURCE_EN.match(s) or _IN_THIS_REPO_EN.search(s) or _IS_NAMED_EN.match(s)
+        fact = (
+            _SOURCE_EN.match(s)
+            or _IN_THIS_REPO_EN.search(s)
+            or _IS_NAMED_EN.match(s)
+            or _ITS_A_EN.match(s)
+            or _PASSIVE_THROUGH_EN.match(s)
+        )
         if fact is not None and reports_problem(s):  # "The checkout is Stripe, and it 500s"
             fact = None
     zh_fact = None if fact else (_FACT_ZH.search(s) or _LOCATION_ZH.match(s))
