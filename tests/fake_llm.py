@@ -12,13 +12,19 @@ reply from one queue, whatever its path:
     fake_llm.configure(settings)  # point the LLM_* settings here (pytest-django `settings`)
     fake_llm.requests[0].body["model"], .messages, .headers["authorization"]
 
+POST /v1/embeddings needs no script: it answers deterministic vectors (fake_embedding: words
+hashed into EMBEDDING_DIMS buckets, so texts sharing words have a higher cosine), unless
+`fake_llm.fail_embeddings(503)` queued a failure for it.
+
 With the queue empty it answers 500 "fake_llm: no scripted reply …" and tells the SDK not to
 retry. Use it through the `fake_llm` fixture (register with pytest_plugins = ["tests.fake_llm"]).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -30,6 +36,7 @@ from typing import Any
 import pytest
 
 DEFAULT_MODEL = "fake-default"
+EMBEDDING_DIMS = 64
 API_KEY = "sk-fake-test-key"
 
 
@@ -65,6 +72,7 @@ class FakeLlm:
     def __init__(self) -> None:
         self.requests: list[Received] = []
         self._queue: deque[_Script] = deque()
+        self._embedding_failures: deque[_Script] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -97,6 +105,15 @@ class FakeLlm:
         body = json.dumps({"error": {"message": message, "type": "fake_error"}})
         for _ in range(times):
             self._push(_Script(status=status, raw_body=body, headers=headers))
+
+    def fail_embeddings(self, status: int, *, times: int = 1) -> None:
+        """The next `times` POST /v1/embeddings answer `status` (the SDK does not retry them)."""
+        body = json.dumps({"error": {"message": "scripted failure", "type": "fake_error"}})
+        with self._lock:
+            for _ in range(times):
+                self._embedding_failures.append(
+                    _Script(status=status, raw_body=body, headers={"x-should-retry": "false"})
+                )
 
     def delay(
         self, seconds: float, text: str, *, tokens_in: int = 100, tokens_out: int = 10
@@ -155,6 +172,9 @@ class FakeLlm:
         self.requests.append(Received(handler.command, handler.path, headers, body))
 
         path = handler.path.split("?")[0]
+        if path == "/v1/embeddings":
+            self._embeddings(handler, body)
+            return
         script = self._pop() if path in {"/v1/chat/completions", "/v1/messages"} else None
         if script is None:
             message = f"fake_llm: no scripted reply for {handler.command} {path}"
@@ -172,6 +192,33 @@ class FakeLlm:
                 else _chat_completion(model, script)
             )
             _send(handler, script.status, json.dumps(payload), headers=script.headers)
+
+    def _embeddings(self, handler: BaseHTTPRequestHandler, body: Any) -> None:
+        with self._lock:
+            failure = self._embedding_failures.popleft() if self._embedding_failures else None
+        if failure is not None:
+            _send(handler, failure.status, failure.raw_body or "", headers=failure.headers)
+            return
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        payload = {
+            "object": "list",
+            "model": body.get("model", ""),
+            "data": [
+                {"object": "embedding", "index": i, "embedding": fake_embedding(text)}
+                for i, text in enumerate(texts)
+            ],
+            "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+        }
+        _send(handler, 200, json.dumps(payload))
+
+
+def fake_embedding(text: str) -> list[float]:
+    """Deterministic and unnormalised: each lower-cased word adds 1 to the bucket its sha256
+    picks, so the cosine of two texts grows with the words they share."""
+    vector = [0.0] * EMBEDDING_DIMS
+    for word in re.findall(r"\w+", text.lower()):
+        vector[hashlib.sha256(word.encode()).digest()[0] % EMBEDDING_DIMS] += 1.0
+    return vector
 
 
 def _chat_completion(model: str, script: _Script) -> dict[str, Any]:

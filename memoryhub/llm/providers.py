@@ -128,6 +128,28 @@ def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> Prov
     return ProviderReply(text, usage.prompt_tokens, usage.completion_tokens)
 
 
+def openai_embed(config: ResolvedConfig, *, model: str, texts: list[str]) -> list[list[float]]:
+    """One call of an OpenAI-compatible /embeddings endpoint (the embedding re-scorer's
+    `openai` provider): one vector per text, in input order; errors as for completions."""
+    import openai
+
+    client = _openai_client(config.base_url, config.api_key, config.max_retries)
+    try:
+        reply = client.embeddings.create(model=model, input=texts, timeout=config.timeout)
+    except openai.APITimeoutError as exc:
+        raise _timeout(config) from exc
+    except openai.APIConnectionError as exc:
+        raise _unreachable(config, exc) from exc
+    except openai.APIStatusError as exc:
+        raise _status_error(config, exc.status_code, exc.message) from exc
+    except openai.OpenAIError as exc:
+        raise LlmError(f"{config.provider} embeddings call failed: {exc}") from exc
+    data = sorted(reply.data or [], key=lambda item: item.index)
+    if len(data) != len(texts):
+        raise LlmError(f"{_where(config)} returned {len(data)} embeddings for {len(texts)} texts.")
+    return [list(item.embedding) for item in data]
+
+
 def _anthropic(config: ResolvedConfig, messages: Messages, max_tokens: int) -> ProviderReply:
     import anthropic
     from anthropic.types import TextBlock

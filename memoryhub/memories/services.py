@@ -17,6 +17,7 @@ from django.utils import timezone
 from accounts.actors import Actor
 from memoryhub.core import redaction
 from memoryhub.core.exceptions import ApplicationError
+from memoryhub.embeddings import services as embeddings
 from memoryhub.memories import index, selectors, similarity, text
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
 from memoryhub.memories.models import Memory, MemoryEvent, MemoryTerm, content_hash
@@ -187,6 +188,7 @@ def memory_create(*, project: Project, actor: Actor, data: MemoryInput) -> Memor
     memory.save()
     MemoryTerm.objects.bulk_create(_postings([memory]), batch_size=2000)
     _event(memory, actor, "created", None, memory.snapshot()).save()
+    embeddings.embeddings_enqueue(memory_ids=[memory.pk])  # on commit, when a provider is set
     return memory
 
 
@@ -220,6 +222,7 @@ def memory_bulk_create(
     MemoryEvent.objects.bulk_create(
         [_event(m, actor, "created", None, m.snapshot()) for m in memories], batch_size=500
     )
+    embeddings.embeddings_enqueue(memory_ids=[m.pk for m in memories])
     return memories
 
 
@@ -243,6 +246,8 @@ def memory_update(
     memory.updated_at = timezone.now()
     if {"title", "content", "keywords"} & set(changed):
         _reindex(memory)  # sets term_count
+    if "content" in changed:
+        embeddings.embeddings_enqueue(memory_ids=[memory.pk])
     memory.save(update_fields=[*changed, "content_hash", "updated_at", "term_count"])
     after = memory.snapshot()
     _event(
@@ -617,6 +622,7 @@ def memory_merge(
     keep.content_hash = content_hash(keep.content)
     keep.updated_at = timezone.now()
     _reindex(keep)  # sets term_count
+    embeddings.embeddings_enqueue(memory_ids=[keep.pk])
     keep.save(
         update_fields=[
             "content",

@@ -24,6 +24,7 @@ from accounts.actors import Actor
 from memoryhub.core import redaction
 from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.services import audit_record
+from memoryhub.embeddings import services as embeddings
 from memoryhub.llm import client as llm
 from memoryhub.memories import artifacts
 from memoryhub.memories import selectors as memory_selectors
@@ -534,6 +535,8 @@ def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
     )
     stage2_mark_dirty(project=project)
     stage2_result = stage2_build(project=project)
+    # Vectors of whatever the sessions yielded and the bank lacks (0 without a provider).
+    embedding = embeddings.embeddings_enqueue_missing(project=project)
     return {
         "sessions": len(sessions),
         "extracted": extracted,
@@ -543,6 +546,7 @@ def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
         "memories_removed": removed.cleared,
         "memories_kept_by_decision": removed.kept,
         "stage2": stage2_result,
+        "embeddings_queued": embedding,
     }
 
 

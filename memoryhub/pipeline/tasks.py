@@ -7,12 +7,14 @@ Celery only retries when the database is briefly unreachable.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from celery import shared_task
-from django.db import OperationalError, transaction
+from django.db import OperationalError
+
+from memoryhub.core.tasks import send_on_commit
 
 logger = logging.getLogger(__name__)
+__all__ = ["send_on_commit"]  # the services' on-commit send lives in core (memories uses it too)
 
 # acks_late: a worker that dies mid-task leaves the message for another one; the job's lease
 # decides whether the work is still due.
@@ -23,25 +25,6 @@ _transient = shared_task(
     acks_late=True,
     ignore_result=True,
 )
-
-
-def send_on_commit(task: Any, *args: Any) -> None:
-    """Enqueue `task` when the surrounding transaction commits (at once outside one). The
-    services call this for the work they make due.
-
-    The job row, not the message, is the record of the work: when the broker is down the send
-    is logged and dropped, the request still succeeds, and beat's next scan (every
-    PIPELINE_SCAN_SECONDS) sends every claimable job again once the broker is back
-    (tests/reliability/test_redis_outage.py).
-    """
-    transaction.on_commit(lambda: _publish(task, args), robust=True)
-
-
-def _publish(task: Any, args: tuple[Any, ...]) -> None:
-    try:
-        task.apply_async(args)
-    except Exception as exc:  # kombu raises many types for "broker unreachable"
-        logger.warning("Broker unavailable; %s%s waits for the next scan: %s", task.name, args, exc)
 
 
 @_transient

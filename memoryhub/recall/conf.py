@@ -38,6 +38,9 @@ class RecallConfig:
     # oh-my-pi's summaryInjectionTokenLimit: memory_summary.md in the omp and default payloads
     # is cut to this many tokens (4 characters each); omp's lessons share the same cap.
     summary_injection_token_limit: int = 5_000
+    # Share of the embedding cosine when EMBEDDINGS_PROVIDER re-scores search's lexical top 200
+    # (memoryhub/embeddings/rescore.py); 0 turns the re-scorer off for the project.
+    embedding_weight: float = 0.5
 
     @property
     def signals_on(self) -> bool:
@@ -52,6 +55,7 @@ _BOUNDS = {
     "signal_neighbour": (0.0, 1.0),
     "signal_subject": (1.0, 5.0),
     "summary_injection_token_limit": (0, 1_000_000),
+    "embedding_weight": (0.0, 1.0),
 }
 _INTEGERS = {"summary_injection_token_limit"}
 

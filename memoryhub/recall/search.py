@@ -25,6 +25,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Substr
 from django.utils import timezone
 
+from memoryhub.embeddings import rescore
 from memoryhub.memories import index, text
 from memoryhub.memories.models import Memory
 from memoryhub.memories.selectors import memory_scope_q, memory_visible_q
@@ -174,6 +175,9 @@ def ranked(
     Memories are loaded light (ranking fields only)."""
     if config.signals_on:
         depth = max(depth, SIGNAL_POOL)
+    # The embedding re-scorer wants the lexical top 200 (0 when off or the bank has no vectors).
+    dense = rescore.rescore_depth(project_id=access.project.pk, weight=config.embedding_weight)
+    depth = max(depth, dense)
     w = weighted(access.project.pk, query.text, config)
     if w is None:
         return []
@@ -188,7 +192,19 @@ def ranked(
     ]
     if config.signals_on:
         hits = _with_signals(access, query, now, config, w, hits, best)
-    return sorted(hits, key=_order_key)
+    hits.sort(key=_order_key)
+    return _rescored(query, config, hits) if dense else hits
+
+
+def _rescored(query: SearchQuery, config: RecallConfig, hits: list[Hit]) -> list[Hit]:
+    """Last: the embedding re-scorer over the final lexical scores (memoryhub.embeddings)."""
+    by_id = {hit.memory.pk: hit for hit in hits}
+    fused = rescore.rescore(
+        query_text=query.text,
+        scored=[(hit.memory.pk, hit.score) for hit in hits],
+        weight=config.embedding_weight,
+    )
+    return [replace(by_id[i], score=score) for i, score in fused]
 
 
 def _decayed(memory: Memory, raw: float, best: float, now: datetime, config: RecallConfig) -> float:
