@@ -27,6 +27,12 @@ explorations (bench/locomo_explore.py, bench/dense_probe.py) stand for the serve
 
 --dump-k100 FILE: a second pass with k=100 (not timed into the protocol's latency) whose
 rankings bench/dense_probe.py fuses with dense scores.
+
+--embeddings: the server runs with EMBEDDINGS_PROVIDER=local (needs `make install-embeddings`);
+after the import `manage.py embeddings_backfill` embeds every turn (timed: the worker's cost per
+memory written, encode + store), the other rankings run with embedding_weight 0 (lexical, as
+without embeddings) and a last ranking "embeddings" runs the defaults with the re-scorer on.
+The in-process replica knows no embeddings: its agreement with that ranking is not expected.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -137,6 +144,20 @@ def ask_all(api: h.Api, convs: Sequence[L.Conversation], k: int, warm_up: int) -
     return answers
 
 
+def embed_all(stack: h.Stack) -> dict[str, Any]:
+    """manage.py embeddings_backfill over every project: what the worker does per memory
+    written (encode + store), in one process, timed."""
+    started = time.perf_counter()
+    summary = h.run_manage(stack.env, "embeddings_backfill", app_dir=stack.app_dir).strip()
+    seconds = time.perf_counter() - started
+    embedded = int(summary.split()[0])
+    return {
+        "summary": summary,
+        "seconds": round(seconds, 1),
+        "per_memory_ms": round(1000 * seconds / max(1, embedded), 2),
+    }
+
+
 def replica_agreement(
     convs: Sequence[L.Conversation], answers: Sequence[Answer], k: int, recall: dict[str, Any]
 ) -> dict[str, Any]:
@@ -145,7 +166,11 @@ def replica_agreement(
     by_conv = {c.id: c for c in convs}
     replicas: dict[str, L.ServerReplica] = {}
     knobs = {"search_k1": "k1", "search_b": "b", "search_decay": "decay"}
-    settings = {knobs.get(name, name): value for name, value in recall.items()}
+    settings = {
+        knobs.get(name, name): value
+        for name, value in recall.items()
+        if name != "embedding_weight"  # the replica has no embeddings
+    }
     same = same5 = 0
     differing: list[str] = []
     for a in answers:
@@ -182,11 +207,20 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
         h.log(f"warning: {data} has sha256 {digest}, not the protocol's {L.DATA_SHA256}")
     convs = L.load(data)
     rankings = {name: RANKINGS[name] for name in args.rankings.split(",")}
+    embed_stats: dict[str, Any] = {}
+    if args.embeddings:
+        os.environ["EMBEDDINGS_PROVIDER"] = "local"  # bench_stack's server inherits it
+        rankings = {name: {"embedding_weight": 0, **recall} for name, recall in rankings.items()}
+        rankings["embeddings"] = {}  # the defaults, embedding_weight 0.5
     started = time.perf_counter()
     answers: dict[str, list[Answer]] = {}
     with h.bench_stack(admin_url, PREFIX + convs[0].id) as stack:
         h.log(f"bulk import of {sum(len(c.turns) for c in convs):,} turns into 10 projects")
         ingest_stats = ingest(stack.api, convs)
+        if args.embeddings:
+            h.log("embedding every turn (manage.py embeddings_backfill, local MiniLM)")
+            embed_stats = embed_all(stack)
+            h.log(f"  {embed_stats['summary']} in {embed_stats['seconds']} s")
         for name, recall in rankings.items():
             use_ranking(stack.api, convs, recall)
             h.log(f"ranking {name!r}: {sum(len(c.questions) for c in convs):,} questions, k={K}")
@@ -278,6 +312,11 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
         f"{ingest_stats['seconds']} s ({ingest_stats['per_s']:,} memories/s); run wall "
         f"{wall:,.0f} s. k={K}: MRR is MRR@20."
     )
+    if embed_stats:
+        print(
+            f"- embeddings: {embed_stats['summary']} in {embed_stats['seconds']} s "
+            f"({embed_stats['per_memory_ms']} ms per memory, encode + store, one process)."
+        )
     if args.json:
         out = {
             "machine": facts,
@@ -285,6 +324,7 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
             "data_sha256": digest,
             "k": K,
             "ingest": ingest_stats,
+            "embeddings": embed_stats,
             "rankings": report,
             "per_question": {
                 name: [
@@ -316,6 +356,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rankings",
         default=",".join(RANKINGS),
         help=f"comma-separated, from {', '.join(RANKINGS)}; the first is the paired baseline",
+    )
+    parser.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="embed every turn with the local model; adds the ranking 'embeddings' (re-scorer)",
     )
     args = parser.parse_args(argv)
     return h.run_bench("bench/locomo.py", run, args)
