@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
@@ -95,22 +96,13 @@ def _anthropic_client(base_url: str, api_key: str, max_retries: int) -> anthropi
     )
 
 
-def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> ProviderReply:
+@contextmanager
+def _openai_errors(config: ResolvedConfig) -> Iterator[None]:
+    """The openai SDK's exceptions as LlmErrors (timeout, unreachable, HTTP status, other)."""
     import openai
-    from openai.types.chat import ChatCompletion
 
-    client = _openai_client(config.base_url, config.api_key, config.max_retries)
-    # OpenAI's own API rejects max_tokens for its reasoning models; compatible servers
-    # (DeepSeek, Ollama, vLLM, llama.cpp) all understand max_tokens.
-    hosted = not config.base_url
     try:
-        completion = client.chat.completions.create(
-            model=config.model,
-            messages=cast(Any, messages),
-            max_completion_tokens=max_tokens if hosted else openai.omit,
-            max_tokens=openai.omit if hosted else max_tokens,
-            timeout=config.timeout,
-        )
+        yield
     except openai.APITimeoutError as exc:
         raise _timeout(config) from exc
     except openai.APIConnectionError as exc:
@@ -119,6 +111,24 @@ def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> Prov
         raise _status_error(config, exc.status_code, exc.message) from exc
     except openai.OpenAIError as exc:
         raise LlmError(f"{config.provider} call failed: {exc}") from exc
+
+
+def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> ProviderReply:
+    import openai
+    from openai.types.chat import ChatCompletion
+
+    client = _openai_client(config.base_url, config.api_key, config.max_retries)
+    # OpenAI's own API rejects max_tokens for its reasoning models; compatible servers
+    # (DeepSeek, Ollama, vLLM, llama.cpp) all understand max_tokens.
+    hosted = not config.base_url
+    with _openai_errors(config):
+        completion = client.chat.completions.create(
+            model=config.model,
+            messages=cast(Any, messages),
+            max_completion_tokens=max_tokens if hosted else openai.omit,
+            max_tokens=openai.omit if hosted else max_tokens,
+            timeout=config.timeout,
+        )
     if not isinstance(completion, ChatCompletion) or not completion.choices:
         raise LlmError(f"{_where(config)} returned no chat completion (is the base URL right?).")
     text = completion.choices[0].message.content or ""
@@ -131,19 +141,9 @@ def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> Prov
 def openai_embed(config: ResolvedConfig, *, model: str, texts: list[str]) -> list[list[float]]:
     """One call of an OpenAI-compatible /embeddings endpoint (the embedding re-scorer's
     `openai` provider): one vector per text, in input order; errors as for completions."""
-    import openai
-
     client = _openai_client(config.base_url, config.api_key, config.max_retries)
-    try:
+    with _openai_errors(config):
         reply = client.embeddings.create(model=model, input=texts, timeout=config.timeout)
-    except openai.APITimeoutError as exc:
-        raise _timeout(config) from exc
-    except openai.APIConnectionError as exc:
-        raise _unreachable(config, exc) from exc
-    except openai.APIStatusError as exc:
-        raise _status_error(config, exc.status_code, exc.message) from exc
-    except openai.OpenAIError as exc:
-        raise LlmError(f"{config.provider} embeddings call failed: {exc}") from exc
     data = sorted(reply.data or [], key=lambda item: item.index)
     if len(data) != len(texts):
         raise LlmError(f"{_where(config)} returned {len(data)} embeddings for {len(texts)} texts.")
