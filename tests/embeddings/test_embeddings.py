@@ -197,3 +197,25 @@ def test_an_edited_memory_loses_its_vector_until_re_embedded(
     services.embeddings_ensure(memory_ids=[memory.pk])
     row = MemoryEmbedding.objects.get(memory=memory)
     assert stored_vector(row) == pytest.approx(normalised(fake_embedding("rotate the logs")))
+
+
+def test_a_rebuild_sends_every_memory_without_a_vector_to_the_worker(
+    alice_client: APIClient,
+    project: Project,
+    fake_llm: FakeLlm,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from tests.pipeline.test_rebuild_keeps_decisions import extract, rebuild
+
+    extract(alice_client, project)  # memories written while no provider was configured
+    use_fake_embeddings(fake_llm, settings)
+    # Extraction stays offline (a project override); embeddings use the server's endpoint.
+    body = {"settings": {"llm": {"provider": "offline"}}}
+    assert alice_client.patch(PROJECT, body, format="json").status_code == 200
+    with django_capture_on_commit_callbacks() as sends:  # captured, not sent to a broker
+        detail = rebuild(alice_client, project)
+
+    count = Memory.objects.filter(project=project).count()
+    assert count > 0 and detail["embeddings_queued"] == count
+    assert sends  # the rebuild's own sends (on commit), besides the re-extraction's
