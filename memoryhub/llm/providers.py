@@ -97,19 +97,18 @@ def _anthropic_client(base_url: str, api_key: str, max_retries: int) -> anthropi
 
 
 @contextmanager
-def _openai_errors(config: ResolvedConfig) -> Iterator[None]:
-    """The openai SDK's exceptions as LlmErrors (timeout, unreachable, HTTP status, other)."""
-    import openai
-
+def _sdk_errors(config: ResolvedConfig, sdk: Any, base: type[Exception]) -> Iterator[None]:
+    """An SDK's exceptions as LlmErrors (timeout, unreachable, HTTP status, other). The openai
+    and anthropic SDKs share the names of their exception classes; `base` is the SDK's root."""
     try:
         yield
-    except openai.APITimeoutError as exc:
+    except sdk.APITimeoutError as exc:
         raise _timeout(config) from exc
-    except openai.APIConnectionError as exc:
+    except sdk.APIConnectionError as exc:
         raise _unreachable(config, exc) from exc
-    except openai.APIStatusError as exc:
+    except sdk.APIStatusError as exc:
         raise _status_error(config, exc.status_code, exc.message) from exc
-    except openai.OpenAIError as exc:
+    except base as exc:
         raise LlmError(f"{config.provider} call failed: {exc}") from exc
 
 
@@ -121,7 +120,7 @@ def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> Prov
     # OpenAI's own API rejects max_tokens for its reasoning models; compatible servers
     # (DeepSeek, Ollama, vLLM, llama.cpp) all understand max_tokens.
     hosted = not config.base_url
-    with _openai_errors(config):
+    with _sdk_errors(config, openai, openai.OpenAIError):
         completion = client.chat.completions.create(
             model=config.model,
             messages=cast(Any, messages),
@@ -141,8 +140,10 @@ def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> Prov
 def openai_embed(config: ResolvedConfig, *, model: str, texts: list[str]) -> list[list[float]]:
     """One call of an OpenAI-compatible /embeddings endpoint (the embedding re-scorer's
     `openai` provider): one vector per text, in input order; errors as for completions."""
+    import openai
+
     client = _openai_client(config.base_url, config.api_key, config.max_retries)
-    with _openai_errors(config):
+    with _sdk_errors(config, openai, openai.OpenAIError):
         reply = client.embeddings.create(model=model, input=texts, timeout=config.timeout)
     data = sorted(reply.data or [], key=lambda item: item.index)
     if len(data) != len(texts):
@@ -157,7 +158,7 @@ def _anthropic(config: ResolvedConfig, messages: Messages, max_tokens: int) -> P
     client = _anthropic_client(config.base_url, config.api_key, config.max_retries)
     system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
     turns = [m for m in messages if m["role"] != "system"]
-    try:
+    with _sdk_errors(config, anthropic, anthropic.AnthropicError):
         message = client.messages.create(
             model=config.model,
             max_tokens=max_tokens,
@@ -165,14 +166,6 @@ def _anthropic(config: ResolvedConfig, messages: Messages, max_tokens: int) -> P
             messages=cast(Any, turns),
             timeout=config.timeout,
         )
-    except anthropic.APITimeoutError as exc:
-        raise _timeout(config) from exc
-    except anthropic.APIConnectionError as exc:
-        raise _unreachable(config, exc) from exc
-    except anthropic.APIStatusError as exc:
-        raise _status_error(config, exc.status_code, exc.message) from exc
-    except anthropic.AnthropicError as exc:
-        raise LlmError(f"{config.provider} call failed: {exc}") from exc
     if not isinstance(message, anthropic.types.Message):
         raise LlmError(f"{_where(config)} returned no message (is the base URL right?).")
     text = "".join(block.text for block in message.content if isinstance(block, TextBlock))
