@@ -118,7 +118,9 @@ class BankListApi(HindsightView):
         q = request.query_params.get("q", "")
         if q:
             projects = projects.filter(slug__icontains=q)
-        rows = projects.annotate(facts=Count("memories"))[offset : offset + limit]
+        # Only what the caller may see: a teammate's private memories are not counted.
+        visible = memory_selectors.memory_visible_q(user=self.actor.user, prefix="memories__")
+        rows = projects.annotate(facts=Count("memories", filter=visible))[offset : offset + limit]
         items = [
             {
                 "bank_id": p.slug,
