@@ -12,11 +12,16 @@ bench/locomo.py --embeddings measures the same through the server (backfill per 
 latency with and without the re-scorer).
 """
 
+# ruff: noqa: E402 — the BLAS thread default must precede numpy's import
 from __future__ import annotations
+
+import os
+
+# As the app does (memoryhub/embeddings/providers.py): one BLAS thread unless set.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -82,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "encode_query_ms": {"p50": pct(encode_ms, 0.5), "p95": pct(encode_ms, 0.95)},
         "encode_per_memory_ms_batch32": round(per_memory_ms, 2),
         "rescore_200_ms": {"p50": pct(fuse_ms, 0.5), "p95": pct(fuse_ms, 0.95)},
-        "threads": os.environ.get("OMP_NUM_THREADS", "default"),
+        "openblas_threads": os.environ["OPENBLAS_NUM_THREADS"],
         "load_average": os.getloadavg(),
     }
     print("| cost (all-MiniLM-L6-v2, numpy, this machine) | value |")

@@ -9,6 +9,7 @@ no numpy at all.
 
 from __future__ import annotations
 
+import os
 import threading
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,6 +20,12 @@ from memoryhub.llm.errors import LlmTimeout, LlmUnavailable
 
 if TYPE_CHECKING:
     from memoryhub.embeddings.minilm import MiniLM
+
+# One BLAS thread per process unless the operator sets it: web and worker processes already run
+# side by side, and OpenBLAS threads that spin for a busy core made a query's encoding 20×
+# slower on a loaded 2-core machine (bench/embeddings_cost.py: 1,330 → 65 ms p50). Set before
+# numpy is first imported, which happens only through this package.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 NONE = "none"
 OPENAI_BATCH = 64  # texts per /embeddings call
