@@ -34,6 +34,7 @@ class ImportResultSerializer(serializers.Serializer):
     format = serializers.CharField()
     import_id = serializers.CharField()
     created = serializers.DictField(child=serializers.IntegerField())
+    updated = serializers.DictField(child=serializers.IntegerField())
     unchanged = serializers.DictField(child=serializers.IntegerField())
     warnings = serializers.ListField(child=serializers.CharField())
 
@@ -78,7 +79,15 @@ class InterchangeImportApi(APIView):
 
     @extend_schema(
         operation_id="interchange_import",
-        parameters=[OpenApiParameter("filename", str, required=False)],
+        parameters=[
+            OpenApiParameter("filename", str, required=False),
+            OpenApiParameter(
+                "dry_run",
+                bool,
+                required=False,
+                description="Report what would change; write nothing.",
+            ),
+        ],
         request={
             "multipart/form-data": inline_serializer(
                 "InterchangeUpload", {"file": serializers.FileField()}
@@ -92,8 +101,10 @@ class InterchangeImportApi(APIView):
     )
     def post(self, request: Request, slug: str, fmt: str) -> Response:
         """Import a zip or tar of a format's directory, or its single file (multipart `file`,
-        or the raw body with ?filename=). All or nothing; errors name the file and line."""
+        or the raw body with ?filename=). All or nothing; errors name the file and line.
+        ?dry_run=1 answers what the import would create, update and keep, writing nothing."""
         access = _access(request, slug, Role.MEMBER)
+        dry_run = request.query_params.get("dry_run", "") in ("1", "true")
         formats.format_module(fmt)
         with tempfile.TemporaryFile() as spooled:
             source: IO[bytes] = spooled
@@ -108,12 +119,14 @@ class InterchangeImportApi(APIView):
                 if request.stream is not None:
                     _spool(request.stream, spooled)
             with archive.unpack_upload(source, filename=filename) as unpacked:
-                result = formats.interchange_import(access=access, format=fmt, tree=unpacked.tree)
-        return _result_response(result)
+                result = formats.interchange_import(
+                    access=access, format=fmt, tree=unpacked.tree, dry_run=dry_run
+                )
+        return _result_response(result, dry_run)
 
 
-def _result_response(result: ImportResult) -> Response:
-    created = any(result.created.values())
+def _result_response(result: ImportResult, dry_run: bool) -> Response:
+    created = any(result.created.values()) and not dry_run
     return Response(
         ImportResultSerializer(result).data,
         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,

@@ -23,7 +23,7 @@ import struct
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -276,9 +276,10 @@ def _zip_mtime(info: zipfile.ZipInfo) -> datetime:
     return datetime(*info.date_time, tzinfo=UTC)
 
 
-def unpack_upload(file: IO[bytes], *, filename: str) -> Unpacked:
+def unpack_upload(file: IO[bytes], *, filename: str, mtime: datetime | None = None) -> Unpacked:
     """Unpack an uploaded zip or tar, or take a single file as a one-file tree named by its
-    basename. The caller owns the result (a context manager that deletes the files)."""
+    basename (dated `mtime`, when the sender knows it). The caller owns the result (a context
+    manager that deletes the files)."""
     head = file.read(512)
     file.seek(0)
     kind = sniff(head)
@@ -292,7 +293,7 @@ def unpack_upload(file: IO[bytes], *, filename: str) -> Unpacked:
             base = posixpath.basename(filename.replace("\\", "/")) or (
                 "memory.db" if kind == "sqlite" else "upload"
             )
-            unpacked.add_file(base, file, None)
+            unpacked.add_file(base, file, mtime)
     except BaseException:
         unpacked.__exit__()
         raise
@@ -365,3 +366,26 @@ def write_directory(files: Mapping[str, OutFile], root: Path) -> None:
         target.write_bytes(file.content)
         if file.mtime is not None:
             os.utime(target, (file.mtime.timestamp(), file.mtime.timestamp()))
+
+
+def unpack_files(files: Sequence[tuple[IO[bytes], str, datetime | None]]) -> Unpacked:
+    """Several plain files chosen together (a browser's multiple-file pick) as a one-level
+    tree named by their basenames, dated by the times the browser reported; one file is read
+    as unpack_upload reads it (so it may be an archive)."""
+    if len(files) == 1:
+        source, name, mtime = files[0]
+        return unpack_upload(source, filename=name, mtime=mtime)
+    unpacked = Unpacked()
+    try:
+        for source, name, mtime in files:
+            head = source.read(512)
+            source.seek(0)
+            if sniff(head) in ("zip", "tar"):
+                raise InvalidArchive(
+                    f"{name} is an archive: upload one archive on its own, or plain files."
+                )
+            unpacked.add_file(posixpath.basename(name.replace("\\", "/")), source, mtime)
+    except BaseException:
+        unpacked.__exit__()
+        raise
+    return unpacked

@@ -19,6 +19,7 @@ from memoryhub.memories.services import MemoryInput
 # metadata keys MemoryHub sets on imported memories
 EXTERNAL_ID = "external_id"  # "<format>:<the format's own id>", when the format has ids
 IMPORTED = "imported"  # {"format", "file", "line", "import_id"}: provenance
+USER_INSTRUCTIONS = ""  # Bundle.mtimes key of the user's own instruction file
 
 
 class FormatError(ApplicationError):
@@ -99,6 +100,9 @@ class Bundle:
     artifacts: dict[str, str] = field(default_factory=dict)
     rollouts: list[ImportedRollout] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The source files' modification times of instructions and artifacts (by their path
+    # above; USER_INSTRUCTIONS for the user's own file): what they are stored with.
+    mtimes: dict[str, datetime] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

@@ -159,6 +159,7 @@ def read(tree: Tree) -> Bundle:
     bundle.instructions = {p: t for p, t in included.items() if p != HOME_FILE}
     if home is not None:
         bundle.user_instructions = included[HOME_FILE]
+    bundle.mtimes = common.mtimes(tree, bundle.instructions, user_file=HOME_FILE if home else "")
     return bundle
 
 

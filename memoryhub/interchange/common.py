@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from memoryhub.interchange.archive import Tree
-from memoryhub.interchange.bundle import FormatError
+from memoryhub.interchange.bundle import USER_INSTRUCTIONS, FormatError
 
 FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _SLUG_JUNK = re.compile(r"[^a-z0-9]+")
@@ -93,6 +93,15 @@ def include_closure(
             else:
                 warnings.append(f"{path}: includes {target}, which is not in the upload")
     return files, warnings
+
+
+def mtimes(tree: Tree, paths: Iterable[str], *, user_file: str = "") -> dict[str, datetime]:
+    """The modification times the upload carries for `paths` (and `user_file`, under
+    bundle.USER_INSTRUCTIONS): a single uploaded file has none."""
+    found = {path: tree.get(path) for path in paths}
+    if user_file:
+        found[USER_INSTRUCTIONS] = tree.get(user_file)
+    return {path: m.mtime for path, m in found.items() if m is not None and m.mtime is not None}
 
 
 def base_dir(path: str) -> str:

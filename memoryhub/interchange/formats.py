@@ -29,8 +29,11 @@ def format_module(name: str) -> ModuleType:
     return module
 
 
-def interchange_import(*, access: ProjectAccess, format: str, tree: Tree) -> services.ImportResult:
-    """Read `tree` as `format` and write it into the project, all or nothing."""
+def interchange_import(
+    *, access: ProjectAccess, format: str, tree: Tree, dry_run: bool = False
+) -> services.ImportResult:
+    """Read `tree` as `format` and write it into the project, all or nothing (a dry run
+    reports what it would do and writes nothing)."""
     module = format_module(format)
     try:
         bundle = module.read(tree)
@@ -47,7 +50,7 @@ def interchange_import(*, access: ProjectAccess, format: str, tree: Tree) -> ser
                 }
             ]
         )
-    return services.bundle_import(access=access, bundle=bundle)
+    return services.bundle_import(access=access, bundle=bundle, dry_run=dry_run)
 
 
 def interchange_export(*, access: ProjectAccess, format: str) -> dict[str, OutFile]:

@@ -148,6 +148,9 @@ def read(tree: Tree) -> Bundle:
     bundle.instructions = {p: t for p, t in included.items() if not p.startswith(f"{HOME}/")}
     if user_file is not None:
         bundle.user_instructions = included[user_file.path]
+    bundle.mtimes = common.mtimes(
+        tree, bundle.instructions, user_file=user_file.path if user_file else ""
+    )
     for member in tree.under(f"{PROJECT_DIR}/{SESSIONS_DIR}"):
         if not member.path.endswith(".jsonl"):
             continue

@@ -145,6 +145,8 @@ def read(tree: Tree) -> Bundle:
         path = member.path
         if path in (artifacts.MEMORY_MD, artifacts.MEMORY_SUMMARY) or path.startswith("skills/"):
             bundle.artifacts[path] = member.read_text()
+            if member.mtime is not None:
+                bundle.mtimes[path] = member.mtime
         elif path not in (RAW, LEARNED) and not path.startswith(f"{SUMMARIES}/"):
             bundle.warnings.append(f"{path}: not part of an oh-my-pi memory root; skipped")
     rollouts: dict[str, ImportedRollout] = {}

@@ -7,17 +7,28 @@ id, a Claude Code file name) is matched by that id, any other by its content has
 same scope (the caller's own user-scope memories, or the project's); recall files, instruction
 files and artifacts are written by path and content (the same bytes are no change); a session
 whose external id the project already has is skipped.
+
+A changed source updates what it imported before: a memory with an external id whose fields
+in the file changed since its last import is updated (one history event, dated by the file),
+while one whose file did not change keeps any edit made here; recall files, instruction files
+and artifacts with new content replace the stored text (their own history), dated by the
+source file's time when the upload carries one. A memory without an id cannot be told from a
+new one, so its changed line is imported as a new memory.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import Http404
 
 from accounts.actors import Actor
@@ -27,6 +38,7 @@ from memoryhub.core.services import audit_record
 from memoryhub.interchange.bundle import (
     EXTERNAL_ID,
     IMPORTED,
+    USER_INSTRUCTIONS,
     Bundle,
     FormatError,
     ImportedMemory,
@@ -36,7 +48,8 @@ from memoryhub.memories import artifacts
 from memoryhub.memories import selectors as memory_selectors
 from memoryhub.memories import services as memory_services
 from memoryhub.memories.kinds import DEFAULT_SCOPE
-from memoryhub.memories.models import content_hash
+from memoryhub.memories.models import Memory, content_hash
+from memoryhub.memories.services import MemoryInput
 from memoryhub.pipeline import services as pipeline_services
 from memoryhub.recall import selectors as recall_selectors
 from memoryhub.recall import services as recall_services
@@ -55,6 +68,7 @@ class ImportResult:
     format: str
     import_id: str
     created: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
+    updated: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
     unchanged: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PARTS, 0))
     warnings: list[str] = field(default_factory=list)
 
@@ -102,6 +116,50 @@ def _scope(item: ImportedMemory) -> str:
     return item.data.scope or DEFAULT_SCOPE.get(item.data.kind, "project")
 
 
+# What an import may change in a memory it imported before (the fields the formats carry).
+UPDATABLE = ("content", "title", "keywords", "importance", "kind", "subcategory", "goal")
+
+
+def _fingerprint(data: MemoryInput) -> str:
+    """The source's version of a memory: a re-import updates it only when this changed, so
+    edits made here to a memory whose file did not change are kept."""
+    fields = {name: getattr(data, name) for name in UPDATABLE}
+    fields["content"] = redaction.redact(data.content)[0]
+    fields["keywords"] = memory_services.normalize_keywords(data.keywords)
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _by_external_id(visible: QuerySet[Memory], items: list[ImportedMemory]) -> dict[str, Memory]:
+    wanted = sorted({i.external_id for i in items if i.external_id})
+    known: dict[str, Memory] = {}
+    for start in range(0, len(wanted), LOOKUP_BATCH):
+        chunk = wanted[start : start + LOOKUP_BATCH]
+        for memory in visible.filter(**{f"metadata__{EXTERNAL_ID}__in": chunk}):
+            known.setdefault(memory.metadata[EXTERNAL_ID], memory)
+    return known
+
+
+def _update_imported(
+    memory: Memory, item: ImportedMemory, actor: Actor, provenance: dict[str, Any]
+) -> bool:
+    """Bring a memory imported before up to its changed source; False when the source is as
+    it was last imported (or already matches)."""
+    fingerprint = provenance["fingerprint"]
+    previous = memory.metadata.get(IMPORTED)
+    if isinstance(previous, dict) and previous.get("fingerprint") == fingerprint:
+        return False
+    data = item.data
+    wanted = {name: getattr(data, name) for name in UPDATABLE}
+    wanted["content"] = redaction.redact(data.content)[0]
+    wanted["keywords"] = memory_services.normalize_keywords(data.keywords)
+    changes: dict[str, Any] = {k: v for k, v in wanted.items() if getattr(memory, k) != v}
+    if not changes:
+        return False  # changed back, or already edited here to match
+    changes["metadata"] = {**memory.metadata, **data.metadata, IMPORTED: provenance}
+    memory_services.memory_update(memory=memory, actor=actor, changes=changes, at=data.updated_at)
+    return True
+
+
 def _import_memories(
     access: ProjectAccess,
     actor: Actor,
@@ -123,30 +181,33 @@ def _import_memories(
                 content_hash__in=unique_hashes[start : start + LOOKUP_BATCH]
             ).values_list("scope", "content_hash")
         )
-    wanted_ids = sorted({i.external_id for i in items if i.external_id})
-    known_ids: set[str] = set()
-    for start in range(0, len(wanted_ids), LOOKUP_BATCH):
-        chunk_ids = wanted_ids[start : start + LOOKUP_BATCH]
-        known_ids.update(
-            visible.filter(**{f"metadata__{EXTERNAL_ID}__in": chunk_ids}).values_list(
-                f"metadata__{EXTERNAL_ID}", flat=True
-            )
-        )
+    known_ids = _by_external_id(visible, items)
     fresh: list[ImportedMemory] = []
     for item, digest in zip(items, hashes, strict=True):
-        # The same text already in the bank is the same memory, whatever id it came with (an
-        # export of memories made here gets ids on the way back); within one upload, rows with
-        # their own ids stay apart, as the source kept them.
-        if item.external_id in known_ids or (_scope(item), digest) in known_hashes:
-            result.unchanged["memories"] += 1
-            continue
         provenance: dict[str, Any] = {
             "format": bundle.format,
             "file": item.file[:300],
             "import_id": import_id,
+            "fingerprint": _fingerprint(item.data),
         }
         if item.line:
             provenance["line"] = item.line
+        existing = known_ids.get(item.external_id) if item.external_id else None
+        if existing is not None:
+            # The same id again: the source's file may have changed since the last import.
+            try:
+                changed = _update_imported(existing, item, actor, provenance)
+            except ValidationError as exc:
+                errors.append(_error(item.file, item.line, "; ".join(_messages(exc))))
+                continue
+            (result.updated if changed else result.unchanged)["memories"] += 1
+            continue
+        # The same text already in the bank is the same memory, whatever id it came with (an
+        # export of memories made here gets ids on the way back); within one upload, rows with
+        # their own ids stay apart, as the source kept them.
+        if (_scope(item), digest) in known_hashes:
+            result.unchanged["memories"] += 1
+            continue
         item.data.metadata = {**item.data.metadata, IMPORTED: provenance}
         if item.external_id:
             item.data.metadata[EXTERNAL_ID] = item.external_id
@@ -202,39 +263,49 @@ def _import_files(
             for path, messages in getattr(exc, "message_dict", {"": exc.messages}).items():
                 errors.append(_error(where.get(path, path), None, "; ".join(messages)))
             continue
-        result.created["recall_files"] += len(written.created) + len(written.updated)
+        result.created["recall_files"] += len(written.created)
+        result.updated["recall_files"] += len(written.updated)
         result.unchanged["recall_files"] += len(written.unchanged)
     if bundle.instructions:
         try:
             tree = recall_services.instruction_tree_put(
-                project=access.project, actor=actor, files=bundle.instructions, replace=False
+                project=access.project,
+                actor=actor,
+                files=bundle.instructions,
+                replace=False,
+                mtimes=bundle.mtimes,
             )
         except ValidationError as exc:
             for path, messages in getattr(exc, "message_dict", {"": exc.messages}).items():
                 errors.append(_error(path, None, "; ".join(messages)))
         else:
-            result.created["instructions"] += len(tree.created) + len(tree.updated)
+            result.created["instructions"] += len(tree.created)
+            result.updated["instructions"] += len(tree.updated)
             result.unchanged["instructions"] += len(tree.unchanged)
     if bundle.user_instructions is not None:
         try:
-            changed = _user_instructions_put(access, actor, bundle.user_instructions)
+            outcome = _user_instructions_put(
+                access, actor, bundle.user_instructions, bundle.mtimes.get(USER_INSTRUCTIONS)
+            )
         except ValidationError as exc:
             errors.append(_error("user instruction file", None, "; ".join(_messages(exc))))
         else:
-            result.created["instructions"] += int(changed)
-            result.unchanged["instructions"] += int(not changed)
+            getattr(result, outcome)["instructions"] += 1
     for path, content in sorted(bundle.artifacts.items()):
         try:
             before = artifacts.artifact_find(project=access.project, path=path)
             _, changed = artifacts.artifact_put(
-                project=access.project, path=path, content=content, actor=actor
+                project=access.project,
+                path=path,
+                content=content,
+                actor=actor,
+                mtime=bundle.mtimes.get(path),
             )
         except ValidationError as exc:
             errors.append(_error(path, None, "; ".join(_messages(exc))))
             continue
-        counted = changed or before is None
-        result.created["artifacts"] += int(counted)
-        result.unchanged["artifacts"] += int(not counted)
+        outcome = "created" if before is None else "updated" if changed else "unchanged"
+        getattr(result, outcome)["artifacts"] += 1
     for rollout in bundle.rollouts:
         try:
             changed = pipeline_services.stage1_output_import(
@@ -253,8 +324,10 @@ def _import_files(
         result.unchanged["rollouts"] += int(not changed)
 
 
-def _user_instructions_put(access: ProjectAccess, actor: Actor, content: str) -> bool:
-    """Write the caller's own instruction file; True when that changed it."""
+def _user_instructions_put(
+    access: ProjectAccess, actor: Actor, content: str, mtime: datetime | None
+) -> str:
+    """Write the caller's own instruction file: "created", "updated" or "unchanged"."""
     if access.actor.user is None:
         raise ValidationError("A user instruction file needs a person behind the request.")
     try:
@@ -262,9 +335,14 @@ def _user_instructions_put(access: ProjectAccess, actor: Actor, content: str) ->
     except Http404:
         before = None
     recall_services.instruction_file_put(
-        project=access.project, actor=actor, path="", content=content, owner=access.actor.user
+        project=access.project,
+        actor=actor,
+        path="",
+        content=content,
+        owner=access.actor.user,
+        mtime=mtime,
     )
-    return before != content
+    return "created" if before is None else "unchanged" if before == content else "updated"
 
 
 def _import_sessions(
@@ -307,11 +385,12 @@ def _lines(stream: Iterable[bytes]) -> Iterable[bytes]:
 
 
 @transaction.atomic
-def bundle_import(*, access: ProjectAccess, bundle: Bundle) -> ImportResult:
+def bundle_import(*, access: ProjectAccess, bundle: Bundle, dry_run: bool = False) -> ImportResult:
     """Write `bundle` into the caller's project, all or nothing.
 
     Raises ImportFailed listing every error (file, line, message) found in any part; nothing
-    is written then. Idempotent: see the module docstring.
+    is written then. Idempotent: see the module docstring. A dry run does all of it and rolls
+    back (work enqueued on commit is dropped with it): the result is what an import would do.
     """
     check_import_role(access=access, bundle=bundle)
     # Two imports of the same files at once must not both find them new: writers of one bank
@@ -326,6 +405,9 @@ def bundle_import(*, access: ProjectAccess, bundle: Bundle) -> ImportResult:
     _import_sessions(access, actor, bundle, result, errors)
     if errors:
         raise ImportFailed(errors)
+    if dry_run:
+        transaction.set_rollback(True)
+        return result
     audit_record(
         actor=actor,
         verb="interchange.imported",
@@ -336,6 +418,7 @@ def bundle_import(*, access: ProjectAccess, bundle: Bundle) -> ImportResult:
             "format": bundle.format,
             "import_id": result.import_id,
             "created": result.created,
+            "updated": result.updated,
             "unchanged": result.unchanged,
         },
     )

@@ -293,12 +293,19 @@ class MemoryRestoreApi(_MemoryStatusApi):
     target_status = Memory.Status.ACTIVE
 
 
+def _review_access(request: Request, slug: str, memory_id: str) -> tuple[ProjectAccess, Memory]:
+    access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MEMBER)
+    memory = selectors.memory_get(access=access, public_id=memory_id)
+    selectors.memory_review_check(access=access, memory=memory)
+    return access, memory
+
+
 class MemoryApproveApi(APIView):
     @extend_schema(operation_id="memories_approve", request=None, responses=MemoryOutputSerializer)
     def post(self, request: Request, slug: str, memory_id: str) -> Response:
-        """Review: a maintainer makes a proposed memory active (injectable)."""
-        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER)
-        memory = selectors.memory_get(access=access, public_id=memory_id)
+        """Review: a maintainer makes a proposed memory active (injectable); a member may
+        review their own private proposals."""
+        access, memory = _review_access(request, slug, memory_id)
         memory = services.memory_approve(memory=memory, actor=access.actor)
         return Response(
             MemoryOutputSerializer(
@@ -363,9 +370,9 @@ class MemoryRejectApi(APIView):
         operation_id="memories_reject", request=RejectInput, responses=MemoryOutputSerializer
     )
     def post(self, request: Request, slug: str, memory_id: str) -> Response:
-        """Review: a maintainer refuses a proposed memory; it is archived with the reason."""
-        access = project_access(slug=slug, actor=actor_of(request), min_role=Role.MAINTAINER)
-        memory = selectors.memory_get(access=access, public_id=memory_id)
+        """Review: a maintainer refuses a proposed memory (a member their own private one);
+        it is archived with the reason."""
+        access, memory = _review_access(request, slug, memory_id)
         payload = self.RejectInput(data=request.data)
         payload.is_valid(raise_exception=True)
         memory = services.memory_reject(

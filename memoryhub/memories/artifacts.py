@@ -18,6 +18,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -217,11 +218,12 @@ def _check_content(content: str) -> None:
 
 @transaction.atomic
 def artifact_put(
-    *, project: Project, path: str, content: str, actor: Actor
+    *, project: Project, path: str, content: str, actor: Actor, mtime: datetime | None = None
 ) -> tuple[BankArtifact, bool]:
     """Create or replace the artifact at `path`; returns (artifact, changed).
 
-    Idempotent: the same content again is no new version and no event.
+    Idempotent: the same content again is no new version and no event. An import passes the
+    source file's `mtime`, which a new version is dated by (else now).
     """
     try:
         validate_artifact_path(path)
@@ -244,6 +246,7 @@ def artifact_put(
                     content=content,
                     content_hash=digest,
                     updated_by=actor.label,
+                    **({"created_at": mtime, "updated_at": mtime} if mtime else {}),
                 )
                 artifact.full_clean()
                 artifact.save()
@@ -265,7 +268,7 @@ def artifact_put(
     artifact.content = content
     artifact.content_hash = digest
     artifact.version += 1
-    artifact.updated_at = timezone.now()
+    artifact.updated_at = mtime or timezone.now()
     artifact.updated_by = actor.label
     artifact.full_clean()
     artifact.save(update_fields=["content", "content_hash", "version", "updated_at", "updated_by"])

@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from accounts.models import User
 from memoryhub.memories.kinds import Scope
 from memoryhub.memories.models import Memory, MemoryEvent
-from projects.models import Project
+from projects.models import Project, Role
 from projects.selectors import ProjectAccess
 
 DEFAULT_STATUSES = (Memory.Status.PROPOSED, Memory.Status.ACTIVE, Memory.Status.STALE)
@@ -68,6 +69,29 @@ def memory_visible(*, access: ProjectAccess) -> QuerySet[Memory]:
     return Memory.objects.filter(project=access.project).filter(
         memory_visible_q(user=access.actor.user)
     )
+
+
+def memory_review_queue(*, access: ProjectAccess) -> QuerySet[Memory]:
+    """Proposed memories the caller may review: a maintainer's are the project's plus their
+    own private ones; any other member's, only their own private ones (which nobody else can
+    see, so nobody else could review them). Another person's private proposals never appear."""
+    queue = memory_visible(access=access).filter(status=Memory.Status.PROPOSED)
+    if not access.at_least(Role.MAINTAINER):
+        queue = queue.filter(memory_scope_q(scope=Scope.USER))
+    return queue
+
+
+def memory_review_check(*, access: ProjectAccess, memory: Memory) -> None:
+    """PermissionDenied unless the caller may approve or reject `memory`, which they can see
+    (memory_get): maintainers review the project's proposals, every member their own private
+    ones. Whether it is still proposed is the service's to say."""
+    if access.at_least(Role.MAINTAINER):
+        return
+    if not (access.at_least(Role.MEMBER) and memory.scope == Scope.USER):
+        raise PermissionDenied(
+            f"Reviewing needs the {Role.MAINTAINER} role or higher (or a private memory of your "
+            f"own); you are {access.role}."
+        )
 
 
 def memory_project_level(*, project: Project) -> QuerySet[Memory]:

@@ -228,8 +228,15 @@ def memory_bulk_create(
 
 @transaction.atomic
 def memory_update(
-    *, memory: Memory, actor: Actor, changes: dict[str, Any], verb: str = "updated"
+    *,
+    memory: Memory,
+    actor: Actor,
+    changes: dict[str, Any],
+    verb: str = "updated",
+    at: datetime | None = None,
 ) -> Memory:
+    """Change editable fields (one history event naming what changed); `at` dates the change
+    (an import keeps its source's time), else now."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise ApplicationError(f"Cannot change {', '.join(sorted(unknown))} here.")
@@ -243,7 +250,7 @@ def memory_update(
     if not changed:
         return memory
     memory.content_hash = content_hash(memory.content)
-    memory.updated_at = timezone.now()
+    memory.updated_at = at or timezone.now()
     if {"title", "content", "keywords"} & set(changed):
         _reindex(memory)  # sets term_count
     if "content" in changed:

@@ -66,10 +66,17 @@ def _save_new[T: (InstructionFile, RecallFile)](obj: T) -> T:
 # --- instruction files -----------------------------------------------------------------------
 @transaction.atomic
 def instruction_file_put(
-    *, project: Project, actor: Actor, path: str, content: str, owner: User | None = None
+    *,
+    project: Project,
+    actor: Actor,
+    path: str,
+    content: str,
+    owner: User | None = None,
+    mtime: datetime | None = None,
 ) -> tuple[InstructionFile, bool]:
     """Create or replace a project instruction file, or (owner set) that user's own file
-    (whose path is always MEWCODE.md). Returns (file, created)."""
+    (whose path is always MEWCODE.md). Returns (file, created). An import passes the source
+    file's `mtime`, which the file is then dated by (else now)."""
     path = InstructionFile.USER_FILE_PATH if owner is not None else _clean_path(path)
     content = redaction.redact(content)[0]
     existing = InstructionFile.objects.select_for_update().filter(project=project, owner=owner)
@@ -77,7 +84,7 @@ def instruction_file_put(
     if file is not None and file.content == content:
         return file, False
     before = file.snapshot() if file is not None else None
-    now = timezone.now()
+    now = mtime or timezone.now()
     if file is None:
         file = InstructionFile(project=project, owner=owner, path=path, created_at=now)
     file.content, file.updated_at, file.updated_by = content, now, actor.user
@@ -116,10 +123,16 @@ BulkWriteResult = trees.TreeWriteResult
 
 @transaction.atomic
 def instruction_tree_put(
-    *, project: Project, actor: Actor, files: Mapping[str, str], replace: bool
+    *,
+    project: Project,
+    actor: Actor,
+    files: Mapping[str, str],
+    replace: bool,
+    mtimes: Mapping[str, datetime] | None = None,
 ) -> BulkWriteResult:
     """Write a whole tree of project instruction files at once, all or nothing; with replace,
-    project files missing from `files` are deleted."""
+    project files missing from `files` are deleted. A new or changed file is dated by its
+    `mtimes` entry (an import's source file time), else now."""
     if len(files) > TREE_MAX_FILES:
         raise ValidationError({"files": f"At most {TREE_MAX_FILES} files per upload."})
     tree: dict[str, str] = {}
@@ -140,6 +153,7 @@ def instruction_tree_put(
         raise ValidationError(errors)
 
     now = timezone.now()
+    dated = {normalize_path(p): t for p, t in (mtimes or {}).items() if p in files}
     stored = {
         f.path: f
         for f in InstructionFile.objects.select_for_update().filter(
@@ -149,21 +163,22 @@ def instruction_tree_put(
     changed: list[InstructionFile] = []
 
     def put(path: str, content: str, file: InstructionFile | None) -> bool:
+        when = dated.get(path, now)
         if file is None:
             _save_new(
                 InstructionFile(
                     project=project,
                     path=path,
                     content=content,
-                    created_at=now,
-                    updated_at=now,
+                    created_at=when,
+                    updated_at=when,
                     updated_by=actor.user,
                 )
             )
             return True
         if file.content == content:
             return False
-        file.content, file.updated_at, file.updated_by = content, now, actor.user
+        file.content, file.updated_at, file.updated_by = content, when, actor.user
         changed.append(file)
         return True
 

@@ -5,7 +5,9 @@ ApplicationError / ValidationError the views turn into form errors."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from django import forms
@@ -247,3 +249,47 @@ class LlmSettingsForm(forms.Form):
 
     def section_value(self) -> dict[str, Any]:
         return {k: v for k, v in self.cleaned_data.items() if v not in (None, "")}
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """One or more uploaded files, as a list."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(**kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+        single = super().clean
+        if isinstance(data, list | tuple):
+            return [single(item, initial) for item in data] or [single(None, initial)]
+        return [single(data, initial)]
+
+
+FORMAT_LABELS = {
+    "mewcode": _("MewCode workspace"),
+    "claude_code": _("Claude Code memory directory"),
+    "meow": _("meow-memory database"),
+    "omp": _("oh-my-pi memory root"),
+}
+
+
+class ImportForm(forms.Form):
+    format = forms.ChoiceField(label=_("Format"), choices=list(FORMAT_LABELS.items()))
+    upload = MultipleFileField(
+        label=_("Files"),
+        help_text=_("A zip or tar(.gz) of the folder, or one or more of its files."),
+    )
+    # {file name: modification time in ms since the epoch}, filled in by admin.js from what
+    # the browser knows of each chosen file; an upload's own field carries no time.
+    mtimes = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def mtime_of(self, name: str) -> datetime | None:
+        try:
+            value = json.loads(self.cleaned_data.get("mtimes") or "{}").get(name)
+            return datetime.fromtimestamp(int(value) / 1000, tz=UTC) if value else None
+        except (ValueError, TypeError, AttributeError, OverflowError, OSError):
+            return None

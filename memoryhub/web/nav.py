@@ -22,13 +22,14 @@ class NavItem:
 
 PROJECT_NAV = (
     NavItem("project", _("Dashboard")),
-    NavItem("review", _("Review"), Role.MAINTAINER),
+    NavItem("review", _("Review"), Role.MEMBER),  # members: their own private proposals
     NavItem("memories", _("Memories")),
     NavItem("sessions", _("Sessions")),
     NavItem("recall_files", _("Recall files")),
     NavItem("instructions", _("Instructions")),
     NavItem("preview", _("Injection preview")),
     NavItem("bank", _("Bank")),
+    NavItem("interchange", _("Import / export")),
     NavItem("members", _("Members & tokens")),
     NavItem("settings", _("Settings"), Role.MAINTAINER),
 )

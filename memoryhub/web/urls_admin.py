@@ -13,6 +13,7 @@ from django.urls import URLPattern, URLResolver, path
 
 from memoryhub.web.views import (
     admin_bank,
+    admin_interchange,
     admin_members,
     admin_preview,
     admin_recall,
@@ -60,6 +61,12 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path(P + "members/<str:username>/remove/", admin_members.member_remove, name="member_remove"),
     path(P + "tokens/new/", admin_members.token_create, name="token_create"),
     path(P + "tokens/<uuid:token_id>/revoke/", admin_members.token_revoke, name="token_revoke"),
+    path(P + "import-export/", admin_interchange.interchange, name="interchange"),
+    path(
+        P + "import-export/import/",
+        admin_interchange.interchange_import,
+        name="interchange_import",
+    ),
     path(P + "settings/", admin_settings.settings_page, name="settings"),
     path(P + "settings/<str:section>/", admin_settings.settings_save, name="settings_save"),
 ]

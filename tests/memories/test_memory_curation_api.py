@@ -53,6 +53,25 @@ def test_it_rejects_a_proposed_memory_with_a_reason(
     assert verbs(alice_client, proposed["id"]) == ["created", "rejected"]
 
 
+def test_the_owner_reviews_their_own_private_proposal(
+    alice_client: APIClient, bob_client: APIClient, maintainer_client: APIClient
+) -> None:
+    """Nobody else can see a user-scope memory, so its owner (a member) reviews it; a member
+    still cannot review the project's proposals, a maintainer cannot find another's private
+    ones."""
+    mine = create(bob_client, content="I prefer tabs.", kind="user", status="proposed")
+    assert mine["scope"] == "user"
+    other = create(bob_client, content="I read diffs first.", kind="user", status="proposed")
+    shared = create(alice_client, content="Maybe use tabs.", status="proposed")
+    assert maintainer_client.post(f"{URL}{mine['id']}/approve/").status_code == 404
+    assert bob_client.post(f"{URL}{shared['id']}/approve/").status_code == 403
+    approved = bob_client.post(f"{URL}{mine['id']}/approve/")
+    assert approved.status_code == 200 and approved.json()["status"] == "active"
+    rejected = bob_client.post(f"{URL}{other['id']}/reject/", {"reason": "No."}, format="json")
+    assert rejected.status_code == 200 and rejected.json()["status"] == "archived"
+    assert verbs(bob_client, mine["id"]) == ["created", "approved"]
+
+
 def test_it_rejects_outsiders_everywhere(
     alice_client: APIClient, charlie_client: APIClient
 ) -> None:

@@ -15,6 +15,7 @@ from accounts.models import User
 from memoryhub.memories.models import Memory
 from memoryhub.pipeline import services as pipeline_services
 from projects.models import Project
+from tests.interchange.helpers import tree_files, zip_bytes
 from tests.web.conftest import PASSWORD, BrowserPage
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -41,6 +42,7 @@ def _pages(project: Project) -> list[tuple[str, str]]:
         ("preview", "web:preview", slug),
         ("bank", "web:bank", slug),
         ("members", "web:members", slug),
+        ("import-export", "web:interchange", slug),
         ("settings", "web:settings", slug),
     ):
         try:
@@ -53,9 +55,19 @@ def _pages(project: Project) -> list[tuple[str, str]]:
     return pages
 
 
+def _preview_an_upload(browser: BrowserPage, tmp_path: Path) -> None:
+    upload = tmp_path / "claude-code-memory.zip"
+    upload.write_bytes(zip_bytes(tree_files("claude_code")))
+    browser.page.locator("#id_format").select_option("claude_code")
+    browser.page.locator("input[type=file][name=upload]").set_input_files(str(upload))
+    browser.page.locator("button[value=preview]").click()
+    browser.page.locator("#import-result table").wait_for()
+    browser.page.locator("#import-result").scroll_into_view_if_needed()
+
+
 @pytest.mark.browser
 def test_render_screenshots(
-    transactional_db: None, new_browser_page: Callable[..., BrowserPage]
+    transactional_db: None, new_browser_page: Callable[..., BrowserPage], tmp_path: Path
 ) -> None:
     call_command("demo_setup")
     project = Project.objects.get(slug="demo")
@@ -79,6 +91,8 @@ def test_render_screenshots(
             for name, url in _pages(project):
                 browser.goto(url)
                 browser.page.wait_for_load_state("load")
+                if name == "import-export":  # with a preview's summary, as after choosing files
+                    _preview_an_upload(browser, tmp_path)
                 path = OUT / f"{name}-{language}-{scheme}.png"
                 browser.page.screenshot(path=str(path))
                 written.append(path)

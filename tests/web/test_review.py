@@ -1,4 +1,5 @@
-"""The review queue: maintainers only; approve, edit-then-approve, reject, bulk; provenance."""
+"""The review queue: maintainers review the project's proposals, everyone their own private
+ones; approve, edit-then-approve, reject, bulk; provenance."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def test_the_queue_shows_proposed_memories_with_their_source_records(
     assert "1 proposed memory" in page
 
 
-def test_only_maintainers_review(
+def test_only_maintainers_review_the_projects_proposals(
     alice: User,
     charlie: User,
     project: Project,
@@ -63,27 +64,80 @@ def test_only_maintainers_review(
     web_client: Callable[[User], Client],
 ) -> None:
     memory = remember(project, alice, "Proposed.", status="proposed")
+    viewer = web_client(role_user(Role.VIEWER))
     member = web_client(role_user(Role.MEMBER))
     outsider = web_client(charlie)
-    for client, code in ((member, 403), (outsider, 404)):
-        assert client.get(QUEUE).status_code == code
+    assert viewer.get(QUEUE).status_code == 403
+    assert "Proposed." not in member.get(QUEUE).content.decode()  # their own private ones only
+    for client, code in ((viewer, 403), (member, 403), (outsider, 404)):
         for name in ("review_approve", "review_reject", "review_edit"):
             assert client.post(url(name, memory), {"reason": "x"}).status_code == code, name
         bulk = client.post(
             reverse("web:review_bulk", kwargs={"slug": "alpha"}),
             {"action": "approve", "selected": [str(memory.public_id)]},
         )
-        assert bulk.status_code == code
-    # The nav offers the queue to maintainers only.
-    assert (
-        QUEUE not in member.get(reverse("web:project", kwargs={"slug": "alpha"})).content.decode()
-    )
-    maintainer = web_client(role_user(Role.MAINTAINER))
-    assert (
-        QUEUE in maintainer.get(reverse("web:project", kwargs={"slug": "alpha"})).content.decode()
-    )
+        assert bulk.status_code == (302 if client is member else code)
+    for name in ("memory_approve", "memory_reject"):
+        assert member.post(url(name, memory), {"reason": "x"}).status_code == 403
+    assert outsider.get(QUEUE).status_code == 404
+    # The nav offers the queue from the member role up (a member's holds their own proposals).
+    dashboard = reverse("web:project", kwargs={"slug": "alpha"})
+    assert QUEUE not in viewer.get(dashboard).content.decode()
+    assert QUEUE in member.get(dashboard).content.decode()
     memory.refresh_from_db()
     assert memory.status == Memory.Status.PROPOSED
+
+
+def test_a_private_proposal_is_reviewed_by_its_owner_only(
+    alice: User,
+    bob: User,
+    project: Project,
+    role_user: Callable[[Role], User],
+    web_client: Callable[[User], Client],
+) -> None:
+    """Issue 10: a user-scope memory proposed by the pipeline was reviewable by nobody (only
+    its owner sees it, and only maintainers reviewed)."""
+    bobs = remember(project, bob, "Bob prefers tabs.", kind="user", scope="user", status="proposed")
+    remember(project, alice, "Alice likes short answers.", kind="user", scope="user")
+    remember(
+        project, alice, "Alice reads diffs first.", kind="user", scope="user", status="proposed"
+    )
+    shared = remember(project, alice, "Releases are tagged.", status="proposed")
+    maintainer = web_client(role_user(Role.MAINTAINER))
+    bob_client = web_client(bob)  # a member
+    alice_client = web_client(alice)  # the owner
+
+    bob_queue = bob_client.get(QUEUE).content.decode()
+    assert "Bob prefers tabs." in bob_queue and "1 proposed memory" in bob_queue
+    assert "Releases are tagged." not in bob_queue and "Alice reads diffs first." not in bob_queue
+    assert "The project's proposals are reviewed by its maintainers." in bob_queue
+    maintainer_queue = maintainer.get(QUEUE).content.decode()
+    assert "Releases are tagged." in maintainer_queue
+    assert "Bob prefers tabs." not in maintainer_queue  # nobody else's private proposals
+    assert "Alice reads diffs first." not in maintainer_queue
+    alice_queue = alice_client.get(QUEUE).content.decode()
+    assert "Releases are tagged." in alice_queue and "Alice reads diffs first." in alice_queue
+    assert "Bob prefers tabs." not in alice_queue and "2 proposed memories" in alice_queue
+    assert "Alice likes short answers." not in alice_queue  # active, not proposed
+
+    # Others cannot even find it; its owner approves it (the page offers the buttons).
+    assert maintainer.post(url("review_approve", bobs)).status_code == 404
+    detail = bob_client.get(url("memory", bobs)).content.decode()
+    assert url("memory_approve", bobs) in detail
+    assert bob_client.post(url("review_approve", bobs), headers=HX).status_code == 200
+    bobs.refresh_from_db()
+    assert bobs.status == Memory.Status.ACTIVE
+    assert bobs.events.filter(verb="approved", actor_user=bob).exists()
+
+    again = remember(
+        project, bob, "Bob runs tests first.", kind="user", scope="user", status="proposed"
+    )
+    response = bob_client.post(url("memory_reject", again), {"reason": "Not true any more."})
+    assert response.status_code == 302
+    again.refresh_from_db()
+    assert again.status == Memory.Status.ARCHIVED and again.status_reason == "Not true any more."
+    shared.refresh_from_db()
+    assert shared.status == Memory.Status.PROPOSED
 
 
 def test_approve_and_reject_in_place(

@@ -241,7 +241,8 @@ def _permissions(access: ProjectAccess, memory: Memory) -> dict[str, bool]:
         "can_archive": member and status != Memory.Status.ARCHIVED,
         "can_mark_stale": member and status in (Memory.Status.ACTIVE, Memory.Status.PROPOSED),
         "can_restore": member and status in (Memory.Status.STALE, Memory.Status.ARCHIVED),
-        "can_review": maintainer and status == Memory.Status.PROPOSED,
+        "can_review": status == Memory.Status.PROPOSED
+        and (maintainer or (member and memory.scope == Scope.USER)),
         "can_merge": member and status in services.MERGEABLE_STATUSES,
         "can_promote": member
         and memory.scope == Scope.USER
@@ -313,6 +314,11 @@ def _action(
     return redirect(_detail_url(access, memory))
 
 
+def _review_checked(access: ProjectAccess, memory: Memory) -> Memory:
+    selectors.memory_review_check(access=access, memory=memory)
+    return memory
+
+
 def _reason(request: HttpRequest) -> str:
     return str(request.POST.get("reason", ""))[:1000]
 
@@ -360,25 +366,27 @@ def memory_restore(request: HttpRequest, access: ProjectAccess, memory_id: UUID)
 
 
 @require_POST
-@project_view(Role.MAINTAINER)
+@project_view(Role.MEMBER)
 def memory_approve(request: HttpRequest, access: ProjectAccess, memory_id: UUID) -> HttpResponse:
     return _action(
         request,
         access,
         memory_id,
-        lambda m: services.memory_approve(memory=m, actor=access.actor),
+        lambda m: services.memory_approve(memory=_review_checked(access, m), actor=access.actor),
         _("Approved."),
     )
 
 
 @require_POST
-@project_view(Role.MAINTAINER)
+@project_view(Role.MEMBER)
 def memory_reject(request: HttpRequest, access: ProjectAccess, memory_id: UUID) -> HttpResponse:
     return _action(
         request,
         access,
         memory_id,
-        lambda m: services.memory_reject(memory=m, actor=access.actor, reason=_reason(request)),
+        lambda m: services.memory_reject(
+            memory=_review_checked(access, m), actor=access.actor, reason=_reason(request)
+        ),
         _("Rejected."),
     )
 

@@ -1,5 +1,7 @@
-"""The review queue (maintainers): proposed memories with their provenance; approve,
-edit-then-approve, reject with a reason, one at a time (htmx, keyboard) or in bulk."""
+"""The review queue: proposed memories with their provenance; approve, edit-then-approve,
+reject with a reason, one at a time (htmx, keyboard) or in bulk. Maintainers review the
+project's proposals; every member reviews their own private (user-scope) proposals, which
+nobody else can see (selectors.memory_review_queue / memory_review_check)."""
 
 from __future__ import annotations
 
@@ -32,9 +34,7 @@ BULK_MAX = 200
 
 
 def _queue(access: ProjectAccess) -> Any:
-    return selectors.memory_list(
-        access=access, filters=selectors.MemoryFilters(statuses=(Memory.Status.PROPOSED,))
-    ).order_by("created_at", "id")
+    return selectors.memory_review_queue(access=access).order_by("created_at", "id")
 
 
 def _item_context(access: ProjectAccess, memory: Memory, **extra: Any) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def _item_context(access: ProjectAccess, memory: Memory, **extra: Any) -> dict[s
     }
 
 
-@project_view(Role.MAINTAINER)
+@project_view(Role.MEMBER)
 def review_queue(request: HttpRequest, access: ProjectAccess) -> TemplateResponse:
     qs = _queue(access)
     cursor = decode_cursor(request.GET.get("cursor", ""), "created_at")
@@ -72,6 +72,13 @@ def _get(access: ProjectAccess, memory_id: UUID) -> Memory:
     return selectors.memory_get(access=access, public_id=str(memory_id))
 
 
+def _reviewable(access: ProjectAccess, memory_id: UUID) -> Memory:
+    """The memory, if the caller may review it (403 otherwise, as the API answers)."""
+    memory = _get(access, memory_id)
+    selectors.memory_review_check(access=access, memory=memory)
+    return memory
+
+
 def _respond(
     request: HttpRequest, access: ProjectAccess, memory: Memory, *, done: str = "", error: str = ""
 ) -> HttpResponse:
@@ -93,9 +100,9 @@ def _respond(
 
 
 @require_POST
-@project_view(Role.MAINTAINER)
+@project_view(Role.MEMBER)
 def review_approve(request: HttpRequest, access: ProjectAccess, memory_id: UUID) -> HttpResponse:
-    memory = _get(access, memory_id)
+    memory = _reviewable(access, memory_id)
     try:
         memory = services.memory_approve(memory=memory, actor=access.actor)
     except ApplicationError as exc:
@@ -104,9 +111,9 @@ def review_approve(request: HttpRequest, access: ProjectAccess, memory_id: UUID)
 
 
 @require_POST
-@project_view(Role.MAINTAINER)
+@project_view(Role.MEMBER)
 def review_reject(request: HttpRequest, access: ProjectAccess, memory_id: UUID) -> HttpResponse:
-    memory = _get(access, memory_id)
+    memory = _reviewable(access, memory_id)
     try:
         memory = services.memory_reject(
             memory=memory, actor=access.actor, reason=str(request.POST.get("reason", ""))[:1000]
@@ -116,10 +123,10 @@ def review_reject(request: HttpRequest, access: ProjectAccess, memory_id: UUID) 
     return _respond(request, access, memory, done=_("Rejected."))
 
 
-@project_view(Role.MAINTAINER)
+@project_view(Role.MEMBER)
 def review_edit(request: HttpRequest, access: ProjectAccess, memory_id: UUID) -> HttpResponse:
     """Edit, then approve: both in one transaction, so a failed approval keeps the old text."""
-    memory = _get(access, memory_id)
+    memory = _reviewable(access, memory_id)
     form = forms.MemoryEditForm.for_memory(memory)
     if request.method == "POST":
         form = forms.MemoryEditForm(request.POST)
@@ -145,7 +152,7 @@ def review_edit(request: HttpRequest, access: ProjectAccess, memory_id: UUID) ->
 
 
 @require_POST
-@project_view(Role.MAINTAINER)
+@project_view(Role.MEMBER)
 def review_bulk(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     """Approve or reject the selected memories; each is its own transaction, and what could not
     be done (e.g. someone else reviewed it first) is reported, not fatal."""

@@ -27,6 +27,7 @@ PAGES = [
     "bank/",
     "bank/progress/",
     "members/",
+    "import-export/",
     "settings/",
 ]
 ACTIONS = [
@@ -39,6 +40,7 @@ ACTIONS = [
     ("members/add/", Role.MAINTAINER),
     ("members/bob/role/", Role.MAINTAINER),
     ("settings/recall/", Role.MAINTAINER),
+    ("import-export/import/", Role.MEMBER),
 ]
 
 
@@ -92,6 +94,8 @@ def test_actions_refuse_a_lower_role(
     role_user: Callable[[Role], User],
     web_client: Callable[[User], Client],
 ) -> None:
-    below = {Role.MAINTAINER: Role.MEMBER, Role.OWNER: Role.MAINTAINER}[needed]
+    below = {Role.MEMBER: Role.VIEWER, Role.MAINTAINER: Role.MEMBER, Role.OWNER: Role.MAINTAINER}[
+        needed
+    ]
     client = web_client(role_user(below))
     assert client.post("/p/alpha/" + path.format(sid=sid)).status_code == 403

@@ -29,6 +29,18 @@
     document.querySelectorAll("form[data-confirm-value]").forEach(syncConfirm);
   });
 
+  // File inputs with data-mtimes="<hidden input id>": an upload carries no modification times,
+  // so the times the browser knows go along as JSON {file name: ms since the epoch}.
+  document.addEventListener("change", function (event) {
+    const input = event.target.closest("input[type=file][data-mtimes]");
+    if (!input) return;
+    const target = document.getElementById(input.dataset.mtimes);
+    if (!target) return;
+    const times = {};
+    Array.prototype.forEach.call(input.files, function (file) { times[file.name] = file.lastModified; });
+    target.value = JSON.stringify(times);
+  });
+
   // "Select all" checkboxes: data-select-all="<checkbox name>".
   document.addEventListener("change", function (event) {
     const all = event.target.closest("[data-select-all]");
