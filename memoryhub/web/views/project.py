@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Case, Count, DateField, When
 from django.db.models.functions import TruncDate
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -27,14 +27,32 @@ from projects.selectors import ProjectAccess
 DAYS = 30
 
 
-def _by_kind_and_status(access: ProjectAccess) -> dict[str, Any]:
-    counts: dict[str, dict[str, int]] = defaultdict(dict)
+def _bank_counts(access: ProjectAccess, start: datetime) -> tuple[dict[str, Any], charts.Chart]:
+    """The bank by kind and status, and memories created per day since `start` (with the
+    total before it): ONE grouped scan over the visible memories, not one per figure — at
+    100,000 memories each scan is most of the page's time."""
+    day = Case(
+        When(created_at__gte=start, then=TruncDate("created_at")),
+        default=None,
+        output_field=DateField(),
+    )
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     totals: dict[str, int] = defaultdict(int)
+    created: dict[date, int] = defaultdict(int)
+    before = 0
     for row in (
-        memory_visible(access=access).order_by().values("kind", "status").annotate(n=Count("id"))
+        memory_visible(access=access)
+        .order_by()
+        .annotate(day=day)
+        .values("kind", "status", "day")
+        .annotate(n=Count("id"))
     ):
-        counts[row["kind"]][row["status"]] = row["n"]
+        counts[row["kind"]][row["status"]] += row["n"]
         totals[row["status"]] += row["n"]
+        if row["day"] is None:
+            before += row["n"]
+        else:
+            created[row["day"]] += row["n"]
     rows = [
         {
             "kind": kind,
@@ -45,31 +63,22 @@ def _by_kind_and_status(access: ProjectAccess) -> dict[str, Any]:
         for kind, label in Kind.choices
         if counts.get(kind)
     ]
-    return {
+    bank = {
         "statuses": Memory.Status.values,
         "rows": rows,
         "totals": [totals.get(status, 0) for status in Memory.Status.values],
         "proposed": totals.get(Memory.Status.PROPOSED, 0),
         "all": sum(totals.values()),
     }
+    days = charts.days_back(timezone.localdate(), DAYS)
+    chart = charts.daily_chart(_("Memories created per day"), days, created, cumulative_from=before)
+    return bank, chart
 
 
-def _charts(access: ProjectAccess) -> list[charts.Chart]:
-    today = timezone.localdate()
-    days = charts.days_back(today, DAYS)
-    start = timezone.make_aware(datetime.combine(days[0], time.min))
-    visible = memory_visible(access=access)
-    created = {
-        row["day"]: row["n"]
-        for row in visible.filter(created_at__gte=start)
-        .annotate(day=TruncDate("created_at"))
-        .order_by()
-        .values("day")
-        .annotate(n=Count("id"))
-    }
-    before = visible.filter(created_at__lt=start).count()
+def _hits_chart(access: ProjectAccess, start: datetime) -> charts.Chart:
     # Recall hits: memories shown to agent sessions (searched or injected), per day. Through
     # the visibility rule, so someone else's private memories never count here.
+    visible = memory_visible(access=access)
     hits = {
         row["day"]: row["n"]
         for row in RecallSeen.objects.filter(memory__in=visible.values("pk"), created_at__gte=start)
@@ -78,10 +87,8 @@ def _charts(access: ProjectAccess) -> list[charts.Chart]:
         .values("day")
         .annotate(n=Count("id"))
     }
-    return [
-        charts.daily_chart(_("Memories created per day"), days, created, cumulative_from=before),
-        charts.daily_chart(_("Recall hits per day"), days, hits),
-    ]
+    days = charts.days_back(timezone.localdate(), DAYS)
+    return charts.daily_chart(_("Recall hits per day"), days, hits)
 
 
 @project_view()
@@ -89,13 +96,17 @@ def dashboard(request: HttpRequest, access: ProjectAccess) -> TemplateResponse:
     jobs = pipeline_selectors.job_overview(project=access.project)
     usage = llm_selectors.llm_usage(project=access.project)
     budget = usage.daily_token_budget
+    start = timezone.make_aware(
+        datetime.combine(charts.days_back(timezone.localdate(), DAYS)[0], time.min)
+    )
+    bank, created_chart = _bank_counts(access, start)
     context = {
-        "bank": _by_kind_and_status(access),
+        "bank": bank,
         "jobs": jobs,
         "worker": worker_status(),
         "usage": usage,
         "budget_percent": min(100, round(100 * usage.budget_used / budget)) if budget else None,
-        "charts": _charts(access),
+        "charts": [created_chart, _hits_chart(access, start)],
         "since": timezone.now() - timedelta(days=DAYS),
     }
     return TemplateResponse(request, "web/project/dashboard.html", context)
