@@ -4,6 +4,7 @@ user-scope memories: another person's never leave the server in someone else's e
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,13 @@ from memoryhub.recall import selectors as recall_selectors
 from memoryhub.sessions import selectors as session_selectors
 from memoryhub.sessions.models import AgentSession
 from projects.selectors import ProjectAccess
+
+# SnapshotMemory's fields that are copied from the Memory as they are.
+_PLAIN_FIELDS = [
+    f.name
+    for f in dataclasses.fields(SnapshotMemory)
+    if f.name not in ("public_id", "keywords", "metadata")
+]
 
 
 def _records(session: AgentSession) -> Iterator[dict[str, Any]]:
@@ -46,21 +54,9 @@ def snapshot(*, access: ProjectAccess, parts: frozenset[str]) -> Snapshot:
         result.memories = [
             SnapshotMemory(
                 public_id=str(m.public_id),
-                kind=m.kind,
-                scope=m.scope,
-                title=m.title,
-                content=m.content,
                 keywords=list(m.keywords),
-                importance=m.importance,
-                status=m.status,
-                subcategory=m.subcategory,
-                goal=m.goal,
                 metadata=dict(m.metadata),
-                source_session=m.source_session,
-                created_at=m.created_at,
-                updated_at=m.updated_at,
-                last_accessed_at=m.last_accessed_at,
-                hit_count=m.hit_count,
+                **{name: getattr(m, name) for name in _PLAIN_FIELDS},
             )
             for m in memories.iterator(chunk_size=1000)
         ]

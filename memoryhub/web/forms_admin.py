@@ -60,6 +60,16 @@ class OneLineField(forms.CharField):
         return str(text)
 
 
+def file_text_field(label: Any, *, rows: int = 18) -> forms.CharField:
+    """A file's text as typed: kept byte for byte (no stripping), no spell checking."""
+    return forms.CharField(
+        label=label,
+        widget=forms.Textarea(attrs={"rows": rows, "spellcheck": "false"}),
+        required=False,
+        strip=False,
+    )
+
+
 class RecallFileForm(forms.Form):
     scope = forms.ChoiceField(label=_("Scope"), choices=Scope.choices)
     path = forms.CharField(
@@ -74,33 +84,18 @@ class RecallFileForm(forms.Form):
         choices=[("", "—"), *RecallFile.Type.choices],
         required=False,
     )
-    body = forms.CharField(
-        label=_("Content"),
-        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}),
-        required=False,
-        strip=False,
-    )
+    body = file_text_field(_("Content"))
 
 
 class InstructionFileForm(forms.Form):
     path = forms.CharField(
         label=_("Path"), max_length=500, help_text=_("MEWCODE.md, .mewcode/MEWCODE.md or docs/…")
     )
-    content = forms.CharField(
-        label=_("Content"),
-        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}),
-        required=False,
-        strip=False,
-    )
+    content = file_text_field(_("Content"))
 
 
 class UserInstructionForm(forms.Form):
-    content = forms.CharField(
-        label=_("Your own instructions (~/.mewcode/MEWCODE.md)"),
-        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
-        required=False,
-        strip=False,
-    )
+    content = file_text_field(_("Your own instructions (~/.mewcode/MEWCODE.md)"), rows=12)
 
 
 class PreviewForm(forms.Form):

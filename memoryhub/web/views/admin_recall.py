@@ -24,6 +24,8 @@ from memoryhub.web.views.admin_common import paginate, render, service_errors
 from projects.models import Role
 from projects.selectors import ProjectAccess
 
+FILE_EDIT = "web/admin/file_edit.html"  # recall files and instruction files alike
+
 
 def _can_write(access: ProjectAccess, scope: str) -> bool:
     return scope == Scope.USER or access.at_least(Role.MEMBER)
@@ -94,11 +96,25 @@ def recall_file_edit(
             return redirect(
                 "web:recall_file", slug=access.project.slug, scope=saved.scope, path=saved.path
             )
-    can_write = _can_write(access, scope or Scope.USER) if file else True
+    slug = access.project.slug
     return render(
         request,
-        "web/admin/recall_file_edit.html",
-        {"form": form, "file": file, "can_write": can_write, "nav_section": "recall_files"},
+        FILE_EDIT,
+        {
+            "form": form,
+            "file": file,
+            "can_write": _can_write(access, scope or Scope.USER) if file else True,
+            "nav_section": "recall_files",
+            "back_url": reverse("web:recall_files", kwargs={"slug": slug}),
+            "back_label": _("Recall files"),
+            "new_title": _("New recall file"),
+            "delete_url": reverse(
+                "web:recall_file_delete",
+                kwargs={"slug": slug, "scope": file.scope, "path": file.path},
+            )
+            if file
+            else "",
+        },
         status=400 if form.errors else 200,
     )
 
@@ -155,10 +171,25 @@ def instruction_edit(request: HttpRequest, access: ProjectAccess, path: str = ""
             else:
                 messages.success(request, _("Saved %(path)s.") % {"path": saved.path})
                 return redirect(reverse("web:instructions", kwargs={"slug": access.project.slug}))
+    slug = access.project.slug
     return render(
         request,
-        "web/admin/instruction_edit.html",
-        {"form": form, "file": file, "nav_section": "instructions"},
+        FILE_EDIT,
+        {
+            "form": form,
+            "file": file,
+            "can_write": access.at_least(Role.MEMBER),
+            "nav_section": "instructions",
+            "back_url": reverse("web:instructions", kwargs={"slug": slug}),
+            "back_label": _("Instructions"),
+            "new_title": _("New instruction file"),
+            "help": _("A line “@include path” is replaced by that file, relative to this one."),
+            "delete_url": reverse(
+                "web:instruction_delete", kwargs={"slug": slug, "path": file.path}
+            )
+            if file
+            else "",
+        },
         status=400 if form.errors else 200,
     )
 
