@@ -278,8 +278,9 @@ ROUTES: dict[str, dict[str, Rule]] = {
     "web:memory_merge": {"GET": R("member"), "POST": R("member", {}, fmt="form")},
     "web:memory_similar": {"GET": R("viewer")},
     "web:memory_delete": {"GET": R("owner"), "POST": R("owner", {}, fmt="form")},
-    "web:review": {"GET": R("maintainer")},
-    "web:review_bulk": {"POST": R("maintainer", {}, fmt="form")},
+    # A member's queue holds their own private proposals; the project's need a maintainer.
+    "web:review": {"GET": R("member")},
+    "web:review_bulk": {"POST": R("member", {}, fmt="form")},
     "web:review_approve": {"POST": R("maintainer", {}, fmt="form")},
     "web:review_reject": {"POST": R("maintainer", {"reason": "x"}, fmt="form")},
     "web:review_edit": {"GET": R("maintainer"), "POST": R("maintainer", {}, fmt="form")},
@@ -333,6 +334,8 @@ ROUTES: dict[str, dict[str, Rule]] = {
             cells={c: NOT_FOUND for c in ["maintainer", "member", "viewer"]},
         )
     },
+    "web:interchange": {"GET": R("viewer")},
+    "web:interchange_import": {"POST": R("member", {}, fmt="form")},
     "web:settings": {"GET": R("maintainer")},
     "web:settings_save": {
         "POST": R("maintainer", {}, fmt="form", kwargs={"section": "review_required"})
