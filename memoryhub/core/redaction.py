@@ -258,6 +258,7 @@ _NAME_TAIL = re.compile(r"[\w.-]*$")
 # What may stand before `name: value` on its line: nothing (YAML, HTTP headers), a quote
 # (JSON, `-H "X-Api-Key: …"`), the punctuation of a literal or a signature, or a list, quote
 # or comment marker. Anything else is prose ("the tokenizer: what…"): codex_assignment's job.
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _COLON_CONTEXT = re.compile(r"""(?:.*[\"'`{(\[,])?[ \t]*|[ \t]*(?:[-*>#]+|//)[ \t]*""")
 
 # Fragments of a name that holds a secret (rule 3 and redact_json); each starts with a letter.
@@ -346,7 +347,8 @@ def _accept_env_assignment(match: Match) -> bool:
     name, value, quoted, after = _value_facts(match)
     if not _is_secret_name(name):
         return False
-    if match["sep"] == ":":
+    # An environment variable's name (POSTGRES_PASSWORD: …) is no prose, whatever precedes it.
+    if match["sep"] == ":" and not _ENV_NAME.fullmatch(name):
         start = _name_start(match)
         line_start = match.string.rfind("\n", 0, start) + 1
         if not _COLON_CONTEXT.fullmatch(match.string, max(line_start, start - 200), start):
