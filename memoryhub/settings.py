@@ -213,6 +213,9 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "web/auth/login.html"  # shows the lockout message instead of the form
 AXES_DISABLE_ACCESS_LOG = True  # failures are kept; successful sign-ins are not logged twice
+# No INFO lines of its own: they reached stderr of every manage.py command (mcp_stdio speaks
+# the protocol on stdout, and its tests read stderr); lockouts still answer 429.
+AXES_VERBOSE = False
 LOGIN_URL = "web:login"
 LOGIN_REDIRECT_URL = "web:home"
 LOGOUT_REDIRECT_URL = "web:home"
