@@ -275,3 +275,37 @@ class BankArtifact(models.Model):
 
     def __str__(self) -> str:
         return f"{self.path} v{self.version}"
+
+
+class BankVersion(models.Model):
+    """A project bank's change counter, bumped by database triggers (migration 0006) in the
+    transaction of every statement that changes a memory or its postings, whatever the code
+    path (services, cascades, restores). Readers that keep a copy of the bank in memory
+    (memoryhub.recall.engine) compare it with the version they hold.
+
+    No foreign key: the triggers write it while a project and its memories are being deleted.
+    """
+
+    project_id = models.BigIntegerField(primary_key=True)
+    version = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"bank {self.project_id} v{self.version}"
+
+
+class BankChange(models.Model):
+    """The version at which each memory of a bank last changed (or was deleted): one row per
+    memory, so a reader at version v re-reads only the memories with version > v."""
+
+    project_id = models.BigIntegerField()
+    memory_id = models.BigIntegerField()
+    version = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project_id", "memory_id"], name="bank_change_memory")
+        ]
+        indexes = [models.Index(fields=["project_id", "version"], name="bank_change_since")]
+
+    def __str__(self) -> str:
+        return f"memory {self.memory_id} of bank {self.project_id} at v{self.version}"

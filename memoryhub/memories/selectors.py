@@ -47,6 +47,14 @@ def memory_visible_q(*, user: User | None, prefix: str = "") -> Q:
     return project_scope | Q(**{f"{prefix}scope": Scope.USER, f"{prefix}owner": user})
 
 
+def memory_visible_mask[A](*, user: User | None, project_scope: A, owner: A) -> A:
+    """The same rule over columns (numpy arrays of an in-memory copy of the bank: whether each
+    memory is project-scope, and its owner's id)."""
+    if user is None:
+        return project_scope
+    return project_scope | (owner == user.pk)  # type: ignore[operator, return-value]
+
+
 def memory_scope_q(*, scope: str, prefix: str = "") -> Q:
     """Narrow a visible set to one scope (a filter of the list and search endpoints)."""
     return Q(**{f"{prefix}scope": scope})

@@ -1,10 +1,9 @@
 """Why a memory ranks where it does: the injection preview's explained scores.
 
-Nothing here ranks on its own. The order and every score come from the ranking itself
-(search.ranked, the read-only half of memory_search, context signals included); this module
-reads the postings of the top memories again and splits each raw score into its terms (idf ×
-query count × BM25's tf part) and names the recency factor and the signals' shares. A test
-holds the explained total equal to what GET …/memories/search/ answers.
+Nothing here ranks on its own: search.rank, the ranking memory_search uses, returns the top
+memories with each raw score split into its terms (idf × query count × BM25's tf part); this
+module names the decay factor the ranking applied. A test holds the explained total equal to
+what GET …/memories/search/ answers.
 
 Keyword hits (meow-memory's per-message formula) already carry their factors
 (keyword_hits.KeywordHit); preview() returns them as they are.
@@ -15,10 +14,10 @@ recall_for_message marks what it returns as injected; a preview must change neit
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
 from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
@@ -28,29 +27,15 @@ from accounts.actors import Actor
 from accounts.models import User
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.services import audit_record
-from memoryhub.memories import index, text
-from memoryhub.memories.models import Memory, MemoryTerm
+from memoryhub.memories.models import Memory
 from memoryhub.recall import keyword_hits, recall_files, scoring, selectors
 from memoryhub.recall.conf import recall_config
 from memoryhub.recall.injection import Payload, Profile, build_payload
 from memoryhub.recall.layout import estimate_tokens
-from memoryhub.recall.search import QUERY_MAX_TERMS, SearchQuery, ranked
+from memoryhub.recall.search import SearchQuery, TermPart, rank
 from memoryhub.recall.services import hits_block, recall_text
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access
-
-
-@dataclass(frozen=True)
-class TermPart:
-    """One query term's share of a memory's BM25."""
-
-    term: str
-    query_count: int  # repeats in the query count (meow-memory)
-    df: int
-    idf: float
-    tf: int  # occurrences in the memory
-    length: int  # the memory's term count
-    score: float  # idf × query_count × tf × (k1 + 1) / (tf + k1 × (1 − b + b × length / avgdl))
 
 
 @dataclass(frozen=True)
@@ -63,11 +48,7 @@ class SearchExplanation:
     recency_weight: float  # the step table's weight for age_days
     exempt: str  # "importance" (≥ 3), "super_match" (raw ≥ 0.85 × best) or ""
     decay_factor: float  # what raw was multiplied by: 1 when exempt
-    score: float  # (base + neighbours + session) × subject
-    base: float = 0.0  # raw × decay_factor = scoring.decayed(...)
-    neighbours: float = 0.0  # neighbour smoothing's share (signals)
-    session: float = 0.0  # session coherence's share
-    subject: float = 1.0  # the subject factor applied
+    score: float  # raw × decay_factor = scoring.decayed(...)
 
     @property
     def terms_total(self) -> float:
@@ -88,82 +69,52 @@ class SearchExplain:
 
 def explain_search(*, access: ProjectAccess, query: SearchQuery) -> SearchExplain:
     """The top `query.k` of memory_search for `query` (without a session), each with the parts
-    of its score. Reads only."""
+    of its score: the same ranking (search.rank), asked for its parts. Reads only."""
     now = query.as_of or timezone.now()
     config = recall_config(access.project.settings)
-    qtf = Counter(text.tokenize(query.text))
-    terms = [t for t, _ in qtf.most_common(QUERY_MAX_TERMS)]
-    project_id = access.project.pk
-    df = index.document_frequencies(project_id, terms) if terms else {}
-    n_docs, avgdl = index.corpus_stats(project_id)
-    if df:
-        n_docs = max(n_docs, *df.values())  # as raw_pool does
-    base = SearchExplain(
-        query_terms=terms,
-        n_docs=n_docs,
-        avgdl=avgdl,
-        k1=config.search_k1,
-        b=config.search_b,
-        decay_strength=config.search_decay,
-        best_raw=0.0,
-        results=[],
+    ranking = rank(access=access, query=query, now=now, depth=query.k, config=config, explain=True)
+    full = (
+        Memory.objects.filter(project=access.project)
+        .select_related("owner")
+        .in_bulk([r.memory_id for r in ranking.ranked])
     )
-    ranking = ranked(access, query, now, query.k, config)
-    if not ranking:
-        return base
-    best = max(hit.raw for hit in ranking)
-    top = ranking[: query.k]
-    ids = [hit.memory.pk for hit in top]
-    postings: dict[int, list[tuple[str, int, int]]] = {i: [] for i in ids}
-    for memory_id, term, tf, length in MemoryTerm.objects.filter(
-        project_id=project_id, memory_id__in=ids, term__in=list(df)
-    ).values_list("memory_id", "term", "tf", "length"):
-        postings[memory_id].append((term, tf, length))
-    bm25 = index.Bm25(k1=config.search_k1, b=config.search_b, avgdl=avgdl)
-    full = Memory.objects.select_related("owner").in_bulk(ids)
     results = []
-    for rank, hit in enumerate(top, 1):
-        memory, raw = hit.memory, hit.raw
-        parts = []
-        for term, tf, length in sorted(postings[memory.pk], key=lambda p: terms.index(p[0])):
-            idf = scoring.idf(n_docs, df[term])
-            parts.append(
-                TermPart(
-                    term=term,
-                    query_count=qtf[term],
-                    df=df[term],
-                    idf=idf,
-                    tf=tf,
-                    length=length,
-                    score=bm25.term_score(idf * qtf[term], tf, length),
-                )
-            )
-        if memory.importance >= scoring.DECAY_EXEMPT_IMPORTANCE:
+    at = now.timestamp()
+    for position, ranked in enumerate(ranking.ranked, 1):
+        if ranked.memory_id not in full:  # deleted since the bank copy was read
+            continue
+        if ranked.importance >= scoring.DECAY_EXEMPT_IMPORTANCE:
             exempt = "importance"
-        elif raw >= scoring.SUPER_MATCH * best:
+        elif ranked.raw >= scoring.SUPER_MATCH * ranking.best_raw:
             exempt = "super_match"
         else:
             exempt = ""
-        weight = scoring.recency_weight(memory.updated_at, now)
+        age_days = (at - ranked.updated_at) / 86_400
+        weight = scoring.recency_weights(np.array([age_days]))[0]
         factor = 1.0 if exempt else 1 - config.search_decay + config.search_decay * weight
         results.append(
             SearchExplanation(
-                memory=full[memory.pk],
-                rank=rank,
-                terms=parts,
-                raw=raw,
-                age_days=(now - memory.updated_at).total_seconds() / 86_400,
-                recency_weight=weight,
+                memory=full[ranked.memory_id],
+                rank=position,
+                terms=list(ranked.parts),
+                raw=ranked.raw,
+                age_days=age_days,
+                recency_weight=float(weight),
                 exempt=exempt,
-                decay_factor=factor,
-                score=hit.score,
-                base=hit.base,
-                neighbours=hit.parts.neighbours if hit.parts else 0.0,
-                session=hit.parts.session if hit.parts else 0.0,
-                subject=hit.parts.subject if hit.parts else 1.0,
+                decay_factor=float(factor),
+                score=ranked.score,
             )
         )
-    return SearchExplain(**{**base.__dict__, "best_raw": best, "results": results})
+    return SearchExplain(
+        query_terms=ranking.terms,
+        n_docs=ranking.n_docs,
+        avgdl=ranking.avgdl,
+        k1=config.search_k1,
+        b=config.search_b,
+        decay_strength=config.search_decay,
+        best_raw=ranking.best_raw,
+        results=results,
+    )
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+import numpy as np
+
 SUPER_MATCH = 0.85  # raw ≥ 0.85 × the best raw score: exempt from decay
 DECAY_EXEMPT_IMPORTANCE = 3
 
@@ -54,3 +56,26 @@ def decayed(
 def decay_floor(strength: float) -> float:
     """The smallest share of a raw score that decayed() keeps at this strength."""
     return 1 - strength + strength * _DECAY_FLOOR
+
+
+_STEP_LIMITS = np.array([limit for limit, _ in _DECAY_STEPS], np.float64)
+_STEP_WEIGHTS = np.array([weight for _, weight in _DECAY_STEPS] + [_DECAY_FLOOR], np.float64)
+
+
+def recency_weights(age_days: np.ndarray) -> np.ndarray:
+    """recency_weight over an array of ages in days."""
+    return _STEP_WEIGHTS[np.searchsorted(_STEP_LIMITS, age_days, side="right")]
+
+
+def decayed_many(
+    raw: np.ndarray,
+    *,
+    best_raw: float,
+    importance: np.ndarray,
+    age_days: np.ndarray,
+    strength: float = 1.0,
+) -> np.ndarray:
+    """decayed() over arrays (the engine's candidates)."""
+    exempt = (importance >= DECAY_EXEMPT_IMPORTANCE) | (raw >= SUPER_MATCH * best_raw)
+    factor = 1 - strength + strength * recency_weights(age_days)
+    return np.where(exempt, raw, raw * factor)
