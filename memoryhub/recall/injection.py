@@ -37,14 +37,18 @@ injected into a session is memoryhub.recall.services.recall_payload_mark_injecte
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import date
 from enum import StrEnum
 from functools import partial
 from zoneinfo import ZoneInfo
 
+from django.db import connection
 from django.utils import timezone
 
 from memoryhub.memories import artifacts, markup
@@ -337,6 +341,80 @@ def build_payload(
     if today is None:
         today = timezone.now().astimezone(ZoneInfo(access.project.timezone)).date()
     return _BUILDERS[profile](access, today, budget_tokens)
+
+
+# --- Cached payloads ---------------------------------------------------------------------------
+
+PAYLOAD_CACHE_SIZE = 512
+_cache: OrderedDict[tuple[object, ...], tuple[Payload, dict[str, bytes]]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _state(access: ProjectAccess, profile: Profile) -> tuple[object, ...]:
+    """Everything a payload is a function of besides the request, read in one statement: the
+    bank's version (bumped by the database with every change of a memory), the instruction
+    files (count and last change, any owner's) and memory_summary.md's hash. The project row
+    (settings, time zone) was read by the access check; meow's guide lists the caller's
+    projects."""
+    project_id = access.project.pk
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT version FROM memories_bankversion WHERE project_id = %s),"
+            " (SELECT count(*) FROM recall_instructionfile WHERE project_id = %s),"
+            " (SELECT max(updated_at) FROM recall_instructionfile WHERE project_id = %s),"
+            " (SELECT content_hash FROM memories_bankartifact"
+            "  WHERE project_id = %s AND path = %s)",
+            [project_id, project_id, project_id, project_id, artifacts.MEMORY_SUMMARY],
+        )
+        row = cursor.fetchone()
+    projects: tuple[str, ...] = ()
+    if profile == Profile.MEOW:
+        projects = tuple(project_list(actor=access.actor).values_list("slug", flat=True))
+    project = access.project
+    return (*row, json.dumps(project.settings, sort_keys=True), project.slug, projects)
+
+
+def cached_payload(
+    *,
+    access: ProjectAccess,
+    profile: Profile,
+    today: date | None = None,
+    budget_tokens: int | None = None,
+    render: Callable[[Payload], bytes],
+    variant: str,
+) -> tuple[Payload, bytes]:
+    """build_payload and its rendered bytes (`render`, cached under `variant`), from this
+    process's cache while nothing the payload depends on changed: an unchanged bank answers
+    without building anything, a changed one builds the payload again."""
+    if today is None:
+        today = timezone.now().astimezone(ZoneInfo(access.project.timezone)).date()
+    user = access.actor.user
+    key = (
+        access.project.pk,
+        user.pk if user is not None else None,
+        profile,
+        today,
+        budget_tokens,
+        _state(access, profile),
+    )
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+    if hit is None:
+        hit = (
+            build_payload(access=access, profile=profile, today=today, budget_tokens=budget_tokens),
+            {},
+        )
+    payload, bodies = hit
+    if variant not in bodies:
+        bodies[variant] = render(payload)
+    with _cache_lock:
+        _cache[key] = hit
+        _cache.move_to_end(key)
+        while len(_cache) > PAYLOAD_CACHE_SIZE:
+            _cache.popitem(last=False)
+    return payload, bodies[variant]
 
 
 # The payload's write lives in services (recall_payload_mark_injected); this name stays for

@@ -28,17 +28,16 @@ Deviation from meow-memory: terms come from memoryhub.memories.text.tokenize, th
 tokenizer (stemmed English words without stopwords, plus CJK bigrams), not meow's raw
 lower-cased words and bigrams; keywords, index and queries must agree on what a term is.
 
-Cost: candidates are read through the postings index (memoryhub.memories.index) — only
+Cost: candidates come from the worker's copy of the bank (memoryhub.recall.engine) — only
 memories sharing a term with the query can score. The index covers title + content + keywords,
 a superset of the surface, so "shares a term in the index" finds every memory with raw > 0.
-When the query's terms have at most EXACT_POSTINGS postings in the whole bank, every memory
-sharing one is scored and the scores are exactly meow's (df counted on the surfaces of that
-pool, which holds every candidate with the term on its surface). Beyond that, approximations
-keep the cost down: df counts memories of the bank with the term anywhere in the index, and only the
-POOL_LIMIT visible memories with the best Σ idf × count over the index (and ties with the last
-of them) are scored, exactly, on their surfaces. N (a COUNT of the candidates) is cached for
-COUNT_TTL_SECONDS per caller and session. Legacy surfaces cut at 100 characters may end in a
-cut word that the index does not have; such a fragment cannot match.
+N is the exact number of candidates. When the query's terms have at most EXACT_POSTINGS
+postings among the candidates, every candidate sharing one is scored and the scores are exactly
+meow's (df counted on the surfaces of that pool, which holds every candidate with the term on
+its surface). Beyond that, df counts candidates with the term anywhere in the index, and only
+the POOL_LIMIT candidates with the best Σ idf × count over the index are scored, exactly, on
+their surfaces. Legacy surfaces cut at 100 characters may end in a cut word that the index does
+not have; such a fragment cannot match.
 """
 
 from __future__ import annotations
@@ -47,16 +46,13 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from django.core.cache import cache
-from django.db.models import Q
+import numpy as np
 from django.db.models.functions import Substr
 from django.utils import timezone
 
-from memoryhub.memories import index
 from memoryhub.memories.models import Memory
-from memoryhub.memories.selectors import memory_visible_q
 from memoryhub.memories.text import tokenize
-from memoryhub.recall import scoring, selectors
+from memoryhub.recall import engine, scoring, selectors
 from memoryhub.sessions.models import AgentSession
 from projects.selectors import ProjectAccess
 
@@ -67,7 +63,6 @@ IMPORTANCE_STEP = 0.25
 TITLE_BONUS = 1.2
 EXACT_POSTINGS = 500
 POOL_LIMIT = 100
-COUNT_TTL_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -93,60 +88,47 @@ def surface(memory: Memory, content_head: str | None = None) -> str:
     return f"{body} {memory.title}"
 
 
-def _candidates(access: ProjectAccess, session: AgentSession | None, prefix: str = "") -> Q:
-    def q(**lookups: object) -> Q:
-        return Q(**{prefix + key: value for key, value in lookups.items()})
-
-    visible = q(project=access.project, status=Memory.Status.ACTIVE) & memory_visible_q(
-        user=access.actor.user, prefix=prefix
-    )
-    if session is not None:  # what this session wrote is still in its context
-        visible &= ~q(source_session=session.external_id)
-    return visible
+@dataclass(frozen=True)
+class _Pool:
+    ids: list[int]  # the candidates to score on their surfaces
+    df: dict[str, int] | None  # df over the candidates' index terms (None: count on surfaces)
+    n: int  # N: the number of candidates
 
 
-def candidate_count(access: ProjectAccess, session: AgentSession | None) -> int:
-    user_id = access.actor.user.pk if access.actor.user is not None else None
-    key = f"recall:hit-candidates:{access.project.pk}:{user_id}:{session.pk if session else ''}"
-    count = cache.get(key)
-    if count is None:
-        count = Memory.objects.filter(_candidates(access, session)).count()
-        cache.set(key, count, COUNT_TTL_SECONDS)
-    return int(count)
-
-
-def candidate_total(
-    access: ProjectAccess, session: AgentSession | None, *, at_least: int = 0
-) -> int:
-    """N: the number of candidates (never below what is in hand, should the cache be stale)."""
-    return max(candidate_count(access, session), at_least)
-
-
-def _pool(
-    access: ProjectAccess, session: AgentSession | None, qtf: Counter[str]
-) -> tuple[list[int], dict[str, int] | None]:
-    """Ids of the candidates to score, and the index df to use (None: count df on surfaces)."""
-    project_id = access.project.pk
-    df = index.document_frequencies(project_id, list(qtf))
-    if not df:
-        return [], None
-    visible = Memory.objects.filter(_candidates(access, session))
-    if sum(df.values()) <= EXACT_POSTINGS:
-        ids = index.memory_ids_with_terms(project_id, list(df))
-        return list(visible.filter(pk__in=ids).values_list("pk", flat=True)), None
-    n = candidate_total(access, session, at_least=max(df.values()))
-    weights = {t: scoring.idf(n, df[t]) * qtf[t] for t in df}
-    presence = index.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a term counts once, as on surfaces
-    # The pool is a shortlist for meow's score, not its answer: no exact ranking of it.
-    ranked = index.top_memories(project_id, weights, df, presence, POOL_LIMIT, max_postings=0)
-    ids = list(visible.filter(pk__in=[i for i, _ in ranked]).values_list("pk", flat=True))
-    if len(ids) < min(len(ranked), POOL_LIMIT):
-        where = _candidates(access, session, "memory__")
-        ranked = index.top_memories(
-            project_id, weights, df, presence, POOL_LIMIT, where=where, max_postings=0
+def _pool(access: ProjectAccess, session: AgentSession | None, qtf: Counter[str]) -> _Pool:
+    """The candidates sharing a term with the query, from the worker's copy of the bank."""
+    with engine.reading(access.project.pk) as bank:
+        candidates = bank.visible(access.actor.user) & (
+            bank.status[: bank.size] == engine.STATUS_CODES[Memory.Status.ACTIVE]
         )
-        ids = [i for i, _ in ranked]
-    return ids, df
+        if session is not None:  # what this session wrote is still in its context
+            candidates &= ~np.isin(
+                bank.session[: bank.size], bank.session_codes([session.external_id])
+            )
+        n = int(np.count_nonzero(candidates))
+        matched = {}
+        for term in qtf:
+            postings = bank.postings.get(term)
+            if postings is not None:
+                slots = postings.slots[candidates[postings.slots]]
+                if len(slots):
+                    matched[term] = slots
+        if not matched:
+            return _Pool(ids=[], df=None, n=n)
+        if sum(len(slots) for slots in matched.values()) <= EXACT_POSTINGS:
+            every = np.unique(np.concatenate(list(matched.values())))
+            return _Pool(ids=bank.ids[every].tolist(), df=None, n=n)
+        df = {term: len(slots) for term, slots in matched.items()}
+        # A shortlist for meow's score, not its answer: the best POOL_LIMIT by Σ idf × query
+        # count (a term counts once, as on surfaces) and whoever ties with the last of them.
+        presence = np.zeros(bank.size, np.float64)
+        for term, slots in matched.items():
+            presence[slots] += scoring.idf(n, df[term]) * qtf[term]
+        scored = np.flatnonzero(presence)
+        values = np.round(presence[scored], 9)
+        if len(scored) > POOL_LIMIT:
+            scored = scored[values >= np.sort(values)[-POOL_LIMIT]]
+        return _Pool(ids=bank.ids[scored].tolist(), df=df, n=n)
 
 
 def keyword_hits(
@@ -163,22 +145,22 @@ def keyword_hits(
     qtf = Counter(tokenize(message[:QUERY_MAX_CHARS]))
     if not qtf:
         return []
-    ids, index_df = _pool(access, session, qtf)
-    if not ids:
+    pool = _pool(access, session, qtf)
+    if not pool.ids:
         return []
     # The pool can be hundreds of memories: load only the start of each content.
     memories = list(
-        Memory.objects.filter(pk__in=ids)
+        Memory.objects.filter(project=access.project, pk__in=pool.ids)
         .only("keywords", "title", "importance", "created_at", "updated_at")
         .annotate(content_head=Substr("content", 1, LEGACY_SURFACE_CHARS))
     )
     terms = {m.pk: tokenize(surface(m, m.content_head)) for m in memories}
     df: dict[str, int] = (
-        index_df
-        if index_df is not None
+        pool.df
+        if pool.df is not None
         else Counter(t for toks in terms.values() for t in set(toks) if t in qtf)
     )
-    n = candidate_total(access, session, at_least=max([len(ids), *df.values()]))
+    n = pool.n
     raw = {
         # df.get: a cut legacy word can be on a surface without being in the index df.
         m.pk: sum(scoring.idf(n, df.get(t, 1)) * qtf[t] for t in set(terms[m.pk]) if t in qtf)

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Q, QuerySet
-from django.db.models.functions import Substr
+from django.db.models import Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Substr
 from django.http import Http404
 
 from accounts.models import User
@@ -110,6 +110,17 @@ def last_compact_at(*, session: AgentSession) -> datetime | None:
     )
 
 
+def _since_last_compaction(session: AgentSession) -> Coalesce:
+    """last_compact_at as a subquery (the beginning of time without a compaction), so the
+    reads above cost one statement."""
+    boundary = (
+        SessionRecord.objects.filter(session=session, type="compact_boundary")
+        .order_by("-index")
+        .values("created_at")[:1]
+    )
+    return Coalesce(Subquery(boundary), Value(datetime(1, 1, 1, tzinfo=UTC)))
+
+
 def seen_memory_ids(
     *,
     session: AgentSession,
@@ -124,9 +135,7 @@ def seen_memory_ids(
         seen = seen.filter(reason=reason)
     if among is not None:
         seen = seen.filter(memory_id__in=list(among))
-    boundary = last_compact_at(session=session)
-    if boundary is not None:
-        seen = seen.filter(created_at__gt=boundary)
+    seen = seen.filter(created_at__gt=_since_last_compaction(session))
     return set(seen.values_list("memory_id", flat=True))
 
 
@@ -144,9 +153,7 @@ def session_touched_memory_ids(*, session: AgentSession) -> QuerySet[RecallSeen,
 def surfaced_file_ids(*, session: AgentSession) -> set[int]:
     """Recall files shown to the session since its last compaction."""
     surfaced = RecallSurfaced.objects.filter(session=session)
-    boundary = last_compact_at(session=session)
-    if boundary is not None:
-        surfaced = surfaced.filter(created_at__gt=boundary)
+    surfaced = surfaced.filter(created_at__gt=_since_last_compaction(session))
     return set(surfaced.values_list("recall_file_id", flat=True))
 
 

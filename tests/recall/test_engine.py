@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 import threading
 from collections import Counter
 from typing import Any
@@ -30,10 +31,11 @@ from tests.reliability.servers import gunicorn
 from tests.worker import database_url_of_test_db
 
 SEARCH = "/api/v1/projects/alpha/memories/search/"
-WORDS = (
-    "deploy docker kafka redis postgres migrate lint format review merge branch release rollback "
-    "cache queue worker schema index vacuum backup restore token secret rotate alert page trace"
-).split()
+WORDS = re.findall(
+    r"\w+",
+    "deploy docker kafka redis postgres migrate lint format review merge branch release rollback"
+    " cache queue worker schema index vacuum backup restore token secret rotate alert page trace",
+)
 
 
 def _search(client: APIClient, q: str, **params: Any) -> list[dict[str, Any]]:
@@ -169,9 +171,7 @@ def test_a_teammates_scores_do_not_depend_on_anothers_private_memories(
     reason="two server processes on one database: PostgreSQL (CI runs it)",
 )
 @pytest.mark.django_db(transaction=True)
-def test_writes_through_one_process_are_read_through_another(
-    alice: User, project: Project
-) -> None:
+def test_writes_through_one_process_are_read_through_another(alice: User, project: Project) -> None:
     """Two gunicorn servers (separate processes, each with its own copy of the bank) and this
     process writing like a Celery worker: each reads what the others wrote, also while they
     write at the same time."""

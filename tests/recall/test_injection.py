@@ -482,3 +482,42 @@ def test_it_validates_parameters(alice_client: APIClient) -> None:
         response = alice_client.get(INJECTION, params)
         assert response.status_code == 400, params
         assert response.json()["error"]["code"] == "validation_error"
+
+
+def test_an_unchanged_bank_answers_from_the_cache_and_every_change_rebuilds(
+    alice_client: APIClient, bank: dict[str, str]
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    params = {"profile": "default", "date": DATE}
+    first = alice_client.get(INJECTION, params)
+    with CaptureQueriesContext(connection) as cached:
+        again = alice_client.get(INJECTION, params)
+    assert again.content == first.content
+    # Nothing of the payload is read again: no memory, instruction file or artifact rows.
+    assert not [q for q in cached.captured_queries if "memories_memory" in q["sql"]]
+    assert not [q for q in cached.captured_queries if '"content"' in q["sql"]]
+
+    def changed_after(change: Any) -> bool:
+        before = alice_client.get(INJECTION, params)
+        done = change()
+        assert not hasattr(done, "status_code") or done.status_code < 300, done.content
+        return alice_client.get(INJECTION, params)["ETag"] != before["ETag"]
+
+    assert changed_after(lambda: add(alice_client, "Deploys go through ArgoCD.", "fact", 30))
+    assert changed_after(
+        lambda: alice_client.put(
+            P + "instructions/files/MEWCODE.md", {"content": "Use uv."}, format="json"
+        )
+    )
+    assert changed_after(
+        lambda: alice_client.put(
+            P + "artifacts/memory_summary.md", {"content": "The summary."}, format="json"
+        )
+    )
+    assert changed_after(
+        lambda: alice_client.patch(
+            P + f"memories/{bank['fact']}/", {"content": "CI: PG 18."}, format="json"
+        )
+    )

@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from accounts.actors import actor_of
 from memoryhub.recall import injection, services
+from memoryhub.recall.layout import Payload
 from memoryhub.sessions.selectors import session_get
 from projects.selectors import project_access
 
@@ -36,6 +37,14 @@ class FixedJsonNegotiation(BaseContentNegotiation):
     ) -> tuple[BaseRenderer, str]:
         renderer = next(iter(renderers))
         return renderer, renderer.media_type
+
+
+def _text(payload: Payload) -> bytes:
+    return payload.text.encode()
+
+
+def _json(payload: Payload) -> bytes:
+    return json.dumps(payload.to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def etag_of(body: bytes) -> str:
@@ -111,17 +120,18 @@ class InjectionApi(APIView):
         session = (
             session_get(access=access, ref=data["session_id"]) if data.get("session_id") else None
         )
-        payload = injection.build_payload(
+        if data["format"] == "text":
+            render, content_type = _text, "text/plain; charset=utf-8"
+        else:
+            render, content_type = _json, "application/json"
+        payload, body = injection.cached_payload(
             access=access,
             profile=injection.Profile(data["profile"]),
             today=data.get("date"),
             budget_tokens=data.get("budget_tokens"),
+            render=render,
+            variant=data["format"],
         )
-        if data["format"] == "text":
-            body, content_type = payload.text.encode(), "text/plain; charset=utf-8"
-        else:
-            body = json.dumps(payload.to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
-            content_type = "application/json"
         etag = etag_of(body)
         response: HttpResponse
         if etag_matches(request.headers.get("If-None-Match"), etag):
