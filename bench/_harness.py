@@ -165,7 +165,7 @@ def reset_peak_rss(pid: int | str) -> bool:
 # --- Database, server, client ------------------------------------------------------------------
 
 
-def snapshot_app(dest: Path) -> Path:
+def snapshot_app(dest: Path, source: Path = REPO) -> Path:
     """A copy of the app's code as it is now (committed or not), for the server to run.
 
     The work tree is shared with people who keep changing it, and gunicorn's fresh workers
@@ -175,7 +175,7 @@ def snapshot_app(dest: Path) -> Path:
     ignore = shutil.ignore_patterns(
         ".git", ".venv", "var", "bench", "tests", "__pycache__", ".*_cache", ".hypothesis"
     )
-    shutil.copytree(REPO, dest, ignore=ignore)
+    shutil.copytree(source, dest, ignore=ignore)
     return dest
 
 
@@ -406,14 +406,16 @@ class Stack:
 
 
 @contextlib.contextmanager
-def bench_stack(admin_url: str, first_project: str, workers: int = WORKERS) -> Iterator[Stack]:
+def bench_stack(
+    admin_url: str, first_project: str, workers: int = WORKERS, source: Path = REPO
+) -> Iterator[Stack]:
     """A migrated fresh database, a project `first_project` owned by OWNER, an unrestricted
     token (so more projects can be made through the API) and a running gunicorn. Everything is
     removed on exit, also on failure, Ctrl-C or SIGTERM."""
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memoryhub-bench-")))
         facts = machine_facts({}, workers)  # the commit the snapshot is taken from
-        app_dir = snapshot_app(tmp / "app")
+        app_dir = snapshot_app(tmp / "app", source)
         db = Database(admin_url)
         log(f"creating database {db.name} and migrating it")
         db.create()

@@ -4,8 +4,8 @@ and 100k memories in one project, on PostgreSQL, through real HTTP.
     bench/pg.sh                                       # a throwaway PostgreSQL (as root)
     export BENCH_DATABASE_URL=$(bench/pg.sh url)
     .venv/bin/python bench/recall_scale.py [--sizes 1000,10000,100000]
-        [--endpoints search,recall,injection] [--queries 1986] [--budget-s 90]
-        [--explain] [--json FILE]
+        [--endpoints search,recall,injection,hindsight,write] [--queries 1986] [--budget-s 90]
+        [--baseline DIR] [--exact-n 400] [--explain] [--json FILE]
 
 One fresh database (dropped at the end), `gunicorn memoryhub.wsgi` with 2 sync workers, one
 project grown 0 → 1k → 10k → 100k by the bulk API in 1,000-item batches (ingest throughput is
@@ -21,28 +21,37 @@ one at a time until --queries or --budget-s is reached, per endpoint:
 - search:    GET  …/memories/search/?q=<question>&k=20
 - recall:    POST …/recall/ {"query": <question>, "session_id": <a bench session>}
 - injection: GET  …/injection/?profile=default&session_id=<a bench session>
+- write:     POST …/memories/ (one memory; at most 200 per size, so the bank grows a little)
 An endpoint that answers 404 "No API endpoint" is skipped with a note (not built yet).
+
+--baseline DIR: a second database and gunicorn serving DIR's code (e.g. `git worktree add
+/tmp/base <commit>`), fed the same batches and asked the same questions, each phase right
+after the other: "today" and "new" side by side from one run, under the same machine load.
+Exactness (--exact-n questions at the largest size, each side): the server's top 20 over HTTP
+against BM25 × decay recomputed in the bench from the database rows (every term, every memory).
 
 Latency is the client's wall time per request (gunicorn's sync workers close the connection
 after each response, so it includes a TCP connect). Peak RSS is the max VmHWM over the
 workers during the endpoint's phase. Machine load is reported because this machine is shared.
 
 --explain: after the largest size, times memory_search in-process (Django on the bench
-database, the server's code snapshot) stage by stage over --profile-n questions, compares its
-answers with the exact ranking (common-term pruning off), then re-runs the slowest HTTP
-question with its SQL captured and prints EXPLAIN (ANALYZE, BUFFERS) of each SELECT it issued.
+database, the server's code snapshot) stage by stage over --profile-n questions, then re-runs
+the slowest HTTP question with its SQL captured and prints EXPLAIN (ANALYZE, BUFFERS) of each
+SELECT it issued.
 
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -58,8 +67,17 @@ import psycopg
 PROJECT = "scale"
 BATCH = 1000
 SEED = 20260301
-TARGET_P95_MS = {"search": 50.0, "recall": 50.0, "injection": 30.0, "hindsight": 50.0}
-ENDPOINTS = ("search", "recall", "injection", "hindsight")
+# Issue 15's targets at 100k (the write: one memory through POST …/memories/).
+TARGET_P95_MS = {
+    "search": 20.0,
+    "recall": 20.0,
+    "injection": 10.0,
+    "hindsight": 50.0,
+    "write": 20.0,
+}
+ENDPOINTS = ("search", "recall", "injection", "hindsight", "write")
+WRITES_PER_SIZE = 200  # single writes grow the bank: a bounded number per size
+EXACT_AS_OF = "2026-03-01T00:00:00+00:00"  # "now" of the exactness check (both sides)
 # Extra first names for the swap (LoCoMo's own 20 speakers are added to these).
 NAMES = """
     Aisha Bruno Chen Dara Elif Farah Gus Hana Ivan Jonas Kemal Lena Mateo Nadia Omar Priya Quinn
@@ -127,6 +145,7 @@ def machine_busy() -> tuple[int, int]:
 class Phase:
     endpoint: str
     size: int
+    code: str = "new"  # "today" (--baseline) or "new"
     latencies_ms: list[float] = field(default_factory=list)
     peak_rss_mib: float | None = None
     rss_before_mib: float | None = None
@@ -145,6 +164,7 @@ class Phase:
 @dataclass
 class Ingest:
     size: int
+    code: str
     added: int
     seconds: float
     batch_ms: list[float]
@@ -164,6 +184,10 @@ class Endpoint:
 
     def request(self, question: str) -> tuple[Any, float]:
         api, base = self.api, f"projects/{PROJECT}/"
+        if self.name == "write":
+            body = json.dumps({"content": f"Note: {question}", "kind": "fact"}).encode()
+            response, s = api.post_json(base + "memories/", body, 201)
+            return [response.json().get("id")], s
         if self.name == "search":
             response, s = api.call(
                 "GET", base + "memories/search/", 200, params={"q": question, "k": "20"}
@@ -196,6 +220,8 @@ class Endpoint:
 
     def probe(self) -> str | None:
         """None when the endpoint answers; else why it is skipped."""
+        if self.name == "write":
+            return None  # the probe would write
         try:
             self.request("warm-up probe")
         except h.BenchError as exc:
@@ -207,7 +233,10 @@ class Endpoint:
 
 
 def warm_up(server: h.Server, endpoint: Endpoint, questions: Sequence[str]) -> None:
-    """Concurrent requests, so both sync workers load the app and open their connection."""
+    """Concurrent requests, so both sync workers load the app and open their connection (and
+    build what they keep in memory). Writes warm up through searches."""
+    if endpoint.name == "write":
+        endpoint = Endpoint("search", endpoint.api, endpoint.session)
     with ThreadPoolExecutor(2 * server.workers) as pool:
         list(pool.map(endpoint.request, questions))
 
@@ -219,9 +248,12 @@ def measure(
     questions: Sequence[str],
     limit: int,
     budget_s: float,
+    code: str = "new",
 ) -> Phase:
     server = stack.server
-    phase = Phase(endpoint.name, size)
+    phase = Phase(endpoint.name, size, code)
+    if endpoint.name == "write":
+        limit = min(limit, WRITES_PER_SIZE)
     server.recycle_workers()
     warm_up(server, endpoint, questions[-40:])
     workers = server.worker_pids()
@@ -307,15 +339,14 @@ def analyze(db: h.Database) -> float:
     return time.perf_counter() - started
 
 
-def ingest(api: h.Api, bank: Bank, size: int, have: int) -> Ingest:
-    bodies = bank.batches(size - have)  # encoded before timing
+def ingest(api: h.Api, bodies: Sequence[bytes], size: int, have: int, code: str) -> Ingest:
     latencies = []
     for body in bodies:
         response, seconds = api.post_json(f"projects/{PROJECT}/memories/bulk/", body, 201)
         latencies.append(seconds * 1000)
         if not response.json().get("ids"):
             raise h.BenchError("bulk import returned no ids")
-    return Ingest(size, size - have, sum(latencies) / 1000, latencies)
+    return Ingest(size, code, size - have, sum(latencies) / 1000, latencies)
 
 
 def table_size(db: h.Database) -> dict[str, int]:
@@ -437,8 +468,6 @@ def explain_search(stack: h.Stack, slowest: str, sample: Sequence[str]) -> str:
     )
     lines.append("")
 
-    lines += pruning_agreement(search, access, sample)
-
     with CaptureQueriesContext(connection) as captured:
         total, stages, n_hits = one(slowest)
     statements = [
@@ -465,45 +494,82 @@ def explain_search(stack: h.Stack, slowest: str, sample: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-# --- Pruning versus exact ranking --------------------------------------------------------------
+# --- Exactness --------------------------------------------------------------------------------
 
 
-def pruning_agreement(search: Any, access: Any, sample: Sequence[str]) -> list[str]:
-    """How much the pruning of common terms (memoryhub.memories.index.POSTINGS_BUDGET) changes
-    the answers: each question ranked as served, then with the budget lifted (every term
-    generates candidates: the exact ranking), in this process."""
-    from memoryhub.memories import index
+def exactness(stack: h.Stack, questions: Sequence[str]) -> dict[str, float]:
+    """How often the server's top 20 (GET …/memories/search/, over HTTP) is the exact ranking,
+    recomputed here from the database rows in plain Python: BM25 with the default k1 0.3, b 0
+    over every term and every memory, × the default decay (strength 0.1) at a fixed "now";
+    ties: earlier insertion first."""
+    sys.path.insert(0, str(stack.app_dir))
+    from memoryhub.memories.text import tokenize  # the server's own tokenizer
+    from memoryhub.recall import scoring
 
-    def top(text: str) -> tuple[list[int], float]:
-        t0 = time.perf_counter()
-        hits = search.memory_search(access=access, query=search.SearchQuery(text=text, k=20))
-        return [hit.memory.pk for hit in hits], (time.perf_counter() - t0) * 1000
-
-    served = [top(text) for text in sample]
-    budget = index.POSTINGS_BUDGET
-    index.POSTINGS_BUDGET = 10**12
-    try:
-        exact = [top(text) for text in sample]
-    finally:
-        index.POSTINGS_BUDGET = budget
-    same20 = sum(1 for (a, _), (b, _) in zip(served, exact, strict=True) if a == b)
-    same5 = sum(1 for (a, _), (b, _) in zip(served, exact, strict=True) if a[:5] == b[:5])
-    overlap = [
-        len(set(a) & set(b)) / max(1, len(b)) for (a, _), (b, _) in zip(served, exact, strict=True)
-    ]
-    n = len(sample)
-    ms_served = [ms for _, ms in served]
-    ms_exact = [ms for _, ms in exact]
-    return [
-        f"Pruning of common terms (budget {budget:,} postings) against the exact ranking, "
-        f"{n} questions in-process: identical top 20 for {100 * same20 / n:.1f} %, identical "
-        f"top 5 for {100 * same5 / n:.1f} %, mean overlap of the top 20 "
-        f"{100 * sum(overlap) / n:.1f} %; memory_search p50 / p95 "
-        f"{h.ms(h.percentile(ms_served, 0.5))} / {h.ms(h.percentile(ms_served, 0.95))} ms "
-        f"pruned, {h.ms(h.percentile(ms_exact, 0.5))} / {h.ms(h.percentile(ms_exact, 0.95))} ms "
-        "exact.",
-        "",
-    ]
+    k1, b, strength = 0.3, 0.0, 0.1
+    now = datetime.fromisoformat(EXACT_AS_OF)
+    same20 = same5 = 0
+    overlap = 0.0
+    with psycopg.connect(stack.db.url, autocommit=True) as conn:
+        row = conn.execute("SELECT id FROM projects_project WHERE slug = %s", [PROJECT]).fetchone()
+        assert row is not None
+        project_id = row[0]
+        memories = {
+            pk: (str(public_id), importance, created, updated, status, length)
+            for pk, public_id, importance, created, updated, status, length in conn.execute(
+                "SELECT id, public_id, importance, created_at, updated_at, status, term_count"
+                " FROM memories_memory WHERE project_id = %s",
+                [project_id],
+            )
+        }
+        n_docs = len(memories)
+        avgdl = sum(m[5] for m in memories.values()) / max(1, n_docs)
+        for question in questions:
+            qtf = Counter(tokenize(question))
+            terms = [t for t, _ in qtf.most_common(64)]
+            postings = conn.execute(
+                "SELECT term, memory_id, tf FROM memories_memoryterm"
+                " WHERE project_id = %s AND term = ANY(%s)",
+                [project_id, terms],
+            ).fetchall()
+            df = Counter(term for term, _, _ in postings)
+            raw: dict[int, float] = {}
+            for term, memory_id, tf in postings:
+                weight = scoring.idf(n_docs, df[term]) * qtf[term]
+                norm = k1 * (1 - b + b * memories[memory_id][5] / max(avgdl, 1e-9))
+                raw[memory_id] = raw.get(memory_id, 0.0) + weight * tf * (k1 + 1) / (tf + norm)
+            active = {i: r for i, r in raw.items() if memories[i][4] == "active"}
+            best = max(active.values(), default=0.0)
+            scored = {
+                i: scoring.decayed(
+                    r,
+                    best_raw=best,
+                    importance=memories[i][1],
+                    updated_at=memories[i][3],
+                    now=now,
+                    strength=strength,
+                )
+                for i, r in active.items()
+            }
+            order = sorted(scored, key=lambda i: (-round(scored[i], 9), memories[i][2], i))
+            expected = [memories[i][0] for i in order[:20]]
+            response, _ = stack.api.call(
+                "GET",
+                f"projects/{PROJECT}/memories/search/",
+                200,
+                params={"q": question, "k": "20", "as_of": EXACT_AS_OF},
+            )
+            got = [r["id"] for r in response.json()["results"]]
+            same20 += got == expected
+            same5 += got[:5] == expected[:5]
+            overlap += len(set(got) & set(expected)) / max(1, len(expected))
+    n = max(1, len(questions))
+    return {
+        "questions": len(questions),
+        "identical_top20_pct": 100 * same20 / n,
+        "identical_top5_pct": 100 * same5 / n,
+        "mean_overlap_top20_pct": 100 * overlap / n,
+    }
 
 
 # --- Report ------------------------------------------------------------------------------------
@@ -519,10 +585,10 @@ def render(
     out = [
         f"Recall at scale · {h.facts_line(facts)}",
         "",
-        "| endpoint | memories | n | p50 ms | p95 ms | p99 ms | target p95 | results/query "
+        "| endpoint | code | memories | n | p50 ms | p95 ms | p99 ms | target p95 | results/query "
         "| peak RSS MiB (+growth) | CPU ms/query: gunicorn + PostgreSQL | machine busy % "
         "(ours) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for ph in phases:
         growth = (
@@ -542,7 +608,8 @@ def render(
             else "–"
         )
         out.append(
-            f"| {ph.endpoint} | {ph.size:,} | {len(ph.latencies_ms):,} | {h.ms(ph.p(0.5))} "
+            f"| {ph.endpoint} | {ph.code} | {ph.size:,} | {len(ph.latencies_ms):,} "
+            f"| {h.ms(ph.p(0.5))} "
             f"| {h.ms(ph.p(0.95))} | {h.ms(ph.p(0.99))} | {TARGET_P95_MS[ph.endpoint]:.0f} "
             f"| {ph.results_per_query:.1f} | "
             + (f"{ph.peak_rss_mib:,.0f}{growth}" if ph.peak_rss_mib is not None else "–")
@@ -550,7 +617,7 @@ def render(
         )
     by_endpoint: dict[str, dict[int, Phase]] = {}
     for ph in phases:
-        by_endpoint.setdefault(ph.endpoint, {})[ph.size] = ph
+        by_endpoint.setdefault(f"{ph.endpoint} ({ph.code})", {})[ph.size] = ph
     out += ["", "Growth factor (p50 and p95 at the largest size ÷ at the smallest):", ""]
     for name, per_size in by_endpoint.items():
         lo, hi = per_size[min(per_size)], per_size[max(per_size)]
@@ -563,14 +630,15 @@ def render(
             )
     out += [
         "",
-        "| ingest step | memories added | batches of 1,000 | seconds | memories/s | batch p50 ms "
-        "| batch p95 ms | postings after | memoryterm table+indexes MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| ingest step | code | memories added | batches of 1,000 | seconds | memories/s "
+        "| batch p50 ms | batch p95 ms | postings after | memoryterm table+indexes MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for ing in ingests:
         info = sizes_info.get(ing.size, {})
         out.append(
-            f"| → {ing.size:,} | {ing.added:,} | {len(ing.batch_ms)} | {ing.seconds:,.1f} "
+            f"| → {ing.size:,} | {ing.code} | {ing.added:,} | {len(ing.batch_ms)} "
+            f"| {ing.seconds:,.1f} "
             f"| {ing.per_s:,.0f} | {h.ms(h.percentile(ing.batch_ms, 0.5))} "
             f"| {h.ms(h.percentile(ing.batch_ms, 0.95))} | {info.get('postings', 0):,} "
             f"| {info.get('memories_memoryterm', 0) / h.MiB:,.0f} |"
@@ -595,46 +663,74 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
     sizes_info: dict[int, dict[str, int]] = {}
     notes: list[str] = []
     explain = ""
+    exact: dict[str, dict[str, float]] = {}
     started = time.perf_counter()
-    with h.bench_stack(admin_url, PROJECT) as stack:
-        session: str | None = None
-        if "recall" in wanted or "injection" in wanted:
-            response, _ = stack.api.post_json(
-                f"projects/{PROJECT}/sessions/",
-                json.dumps({"external_id": "bench-recall"}).encode(),
-                201,
+    with contextlib.ExitStack() as exit_stack:
+        stacks: list[tuple[str, h.Stack]] = []
+        if args.baseline:
+            h.log(f"baseline (today's code): {args.baseline}")
+            base = exit_stack.enter_context(
+                h.bench_stack(admin_url, PROJECT, source=Path(args.baseline))
             )
-            session = str(response.json().get("id") or "bench-recall")
-        endpoints = [Endpoint(name, stack.api, session) for name in wanted]
+            stacks.append(("today", base))
+        stack = exit_stack.enter_context(h.bench_stack(admin_url, PROJECT))
+        stacks.append(("new", stack))
+        endpoints: dict[str, list[Endpoint]] = {}
+        for code, st in stacks:
+            session: str | None = None
+            if "recall" in wanted or "injection" in wanted:
+                response, _ = st.api.post_json(
+                    f"projects/{PROJECT}/sessions/",
+                    json.dumps({"external_id": "bench-recall"}).encode(),
+                    201,
+                )
+                session = str(response.json().get("id") or "bench-recall")
+            endpoints[code] = [Endpoint(name, st.api, session) for name in wanted]
         have = 0
         for size in sizes:
             h.log(f"ingest: {have:,} → {size:,} memories in batches of {BATCH:,}")
-            ing = ingest(stack.api, bank, size, have)
-            ingests.append(ing)
+            bodies = bank.batches(size - have)  # encoded before timing, the same for both
+            for code, st in stacks:
+                ing = ingest(st.api, bodies, size, have, code)
+                ingests.append(ing)
+                h.log(f"  {code}: {ing.seconds:,.1f} s, {ing.per_s:,.0f} memories/s; ANALYZE")
+                analyze_s = analyze(st.db)
+                if code == "new":
+                    sizes_info[size] = table_size(st.db)
+                    sizes_info[size]["analyze_ms"] = int(analyze_s * 1000)
             have = size
-            h.log(f"  {ing.seconds:,.1f} s, {ing.per_s:,.0f} memories/s; ANALYZE")
-            analyze_s = analyze(stack.db)
-            sizes_info[size] = table_size(stack.db)
-            sizes_info[size]["analyze_ms"] = int(analyze_s * 1000)
-            for endpoint in endpoints:
-                why = endpoint.probe()
-                if why is not None:
-                    if why not in notes:
-                        notes.append(why)
-                    continue
-                limits = f"≤ {args.queries} questions, ≤ {args.budget_s} s"
-                h.log(f"  {endpoint.name} at {size:,}: {limits}")
-                phase = measure(stack, endpoint, size, questions, args.queries, args.budget_s)
-                phases.append(phase)
-                h.log(
-                    f"  n={len(phase.latencies_ms)} p50 {h.ms(phase.p(0.5))} ms "
-                    f"p95 {h.ms(phase.p(0.95))} ms"
-                )
+            for name in wanted:
+                for code, st in stacks:
+                    endpoint = next(e for e in endpoints[code] if e.name == name)
+                    why = endpoint.probe()
+                    if why is not None:
+                        if why not in notes:
+                            notes.append(f"{code}: {why}")
+                        continue
+                    limits = f"≤ {args.queries} questions, ≤ {args.budget_s} s"
+                    h.log(f"  {name} ({code}) at {size:,}: {limits}")
+                    phase = measure(
+                        st, endpoint, size, questions, args.queries, args.budget_s, code
+                    )
+                    phases.append(phase)
+                    h.log(
+                        f"  n={len(phase.latencies_ms)} p50 {h.ms(phase.p(0.5))} ms "
+                        f"p95 {h.ms(phase.p(0.95))} ms"
+                    )
         if args.explain and any(p.endpoint == "search" for p in phases):
-            last = [p for p in phases if p.endpoint == "search" and p.size == sizes[-1]][0]
+            last = [
+                p
+                for p in phases
+                if p.endpoint == "search" and p.size == sizes[-1] and p.code == "new"
+            ][0]
             slowest = max(range(len(last.latencies_ms)), key=lambda i: last.latencies_ms[i])
             h.log(f"EXPLAIN of the slowest search at {sizes[-1]:,}: {questions[slowest]!r}")
             explain = explain_search(stack, questions[slowest], questions[: args.profile_n])
+        if args.exact_n:
+            # The new stack first: its tokenizer and scoring are imported for both checks.
+            for code, st in reversed(stacks):
+                h.log(f"exactness ({code}) over {args.exact_n} questions at {sizes[-1]:,}")
+                exact[code] = exactness(st, questions[: args.exact_n])
         facts = stack.facts
     wall = time.perf_counter() - started
     search_phases = [p for p in phases if p.endpoint == "search"]
@@ -650,6 +746,14 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
         "client. When busy is well above ours, the latencies include waiting for a core; the "
         "CPU per query does not."
     )
+    for code, share in exact.items():
+        notes.append(
+            f"exact ({code}, {share['questions']:,} questions at {sizes[-1]:,}): identical top 20 "
+            f"for {share['identical_top20_pct']:.1f} %, identical top 5 for "
+            f"{share['identical_top5_pct']:.1f} %, mean overlap of the top 20 "
+            f"{share['mean_overlap_top20_pct']:.1f} % (against BM25 + decay recomputed from the "
+            "database rows in the bench)"
+        )
     notes.append(f"whole run {wall / 60:,.1f} min")
     print(render(facts, phases, ingests, sizes_info, notes))
     if explain:
@@ -675,6 +779,7 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
                 for i in ingests
             ],
             "notes": notes,
+            "exactness": exact,
             "explain": explain,
         }
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
@@ -695,6 +800,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--explain", action="store_true", help="profile + EXPLAIN the slowest search"
     )
     parser.add_argument("--profile-n", type=int, default=200, help="questions for --explain")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also run this checkout (e.g. a git worktree of an older commit) side by side: its "
+        "own database and gunicorn, the same bank and questions, phases alternating",
+    )
+    parser.add_argument(
+        "--exact-n",
+        type=int,
+        default=400,
+        help="questions for the exactness check at the largest size (0: none)",
+    )
     parser.add_argument("--data", default=str(L.DATA), help="locomo10.json (default: %(default)s)")
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
     args = parser.parse_args(argv)
