@@ -52,7 +52,7 @@ def memory_visible_mask[A](*, user: User | None, project_scope: A, owner: A) -> 
     memory is project-scope, and its owner's id)."""
     if user is None:
         return project_scope
-    return project_scope | (owner == user.pk)  # type: ignore[operator, return-value]
+    return project_scope | (owner == user.pk)  # type: ignore[operator]
 
 
 def memory_scope_q(*, scope: str, prefix: str = "") -> Q:

@@ -80,6 +80,7 @@ class Stats:
     avgdl: float
     # Slots the reader may not see (dead, or another person's user-scope memory); None: none.
     hidden: np.ndarray | None
+    sessions: int | None = None  # distinct sessions (a session-less memory is one), lazily
 
 
 _COLUMNS = (
@@ -110,6 +111,7 @@ class BankIndex:
     sessions: dict[str, int] = field(default_factory=dict)  # source_session → code
     n_postings: int = 0
     _stats: dict[int | None, Stats] = field(default_factory=dict)
+    _by_session: dict[int, np.ndarray] | None = None
     # Per-slot columns (numpy arrays of capacity ≥ size), see _COLUMNS.
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     length: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
@@ -169,6 +171,41 @@ class BankIndex:
         if stats.hidden is None:
             return len(postings.slots)
         return len(postings.slots) - int(np.count_nonzero(stats.hidden[postings.slots]))
+
+    def by_session(self) -> dict[int, np.ndarray]:
+        """The alive slots of each source session (code), by (order, memory id)."""
+        if self._by_session is None:
+            n = self.size
+            slots = np.flatnonzero(self.alive[:n] & (self.session[:n] >= 0))
+            slots = slots[np.lexsort((self.ids[slots], self.order[slots], self.session[slots]))]
+            cuts = np.flatnonzero(np.diff(self.session[slots])) + 1
+            self._by_session = {
+                int(self.session[group[0]]): group for group in np.split(slots, cuts) if len(group)
+            }
+        return self._by_session
+
+    def _visible_codes(self, slots: np.ndarray, stats: Stats) -> np.ndarray:
+        if stats.hidden is not None:
+            slots = slots[~stats.hidden[slots]]
+        return self.session[slots]
+
+    def _distinct_sessions(self, codes: np.ndarray) -> int:
+        named = codes[codes >= 0]
+        spread = np.bincount(named, minlength=len(self.sessions)) if len(named) else named
+        return int(np.count_nonzero(spread)) + int(np.count_nonzero(codes < 0))
+
+    def session_frequency(self, term: str, stats: Stats) -> int:
+        """How many sessions the reader may see hold `term` (a session-less memory is one)."""
+        postings = self.postings.get(term)
+        if postings is None:
+            return 0
+        return self._distinct_sessions(self._visible_codes(postings.slots, stats))
+
+    def session_count(self, stats: Stats) -> int:
+        if stats.sessions is None:
+            every = np.flatnonzero(self.alive[: self.size])
+            stats.sessions = self._distinct_sessions(self._visible_codes(every, stats))
+        return stats.sessions
 
     def session_codes(self, names: Iterable[str]) -> np.ndarray:
         return np.array([self.sessions[s] for s in names if s in self.sessions], np.int32)
@@ -302,6 +339,7 @@ def _apply(bank: BankIndex, changed: Sequence[int]) -> None:
             ).values_list("memory_id", "term", "tf")
         )
     bank._stats.clear()
+    bank._by_session = None
 
 
 # --- The per-process registry ------------------------------------------------------------------

@@ -48,7 +48,11 @@ class SearchExplanation:
     recency_weight: float  # the step table's weight for age_days
     exempt: str  # "importance" (≥ 3), "super_match" (raw ≥ 0.85 × best) or ""
     decay_factor: float  # what raw was multiplied by: 1 when exempt
-    score: float  # raw × decay_factor = scoring.decayed(...)
+    score: float  # (base + neighbours + session) × subject
+    base: float = 0.0  # raw × decay_factor = scoring.decayed(...)
+    neighbours: float = 0.0  # neighbour smoothing's share (signals)
+    session: float = 0.0  # session coherence's share
+    subject: float = 1.0  # the subject factor applied
 
     @property
     def terms_total(self) -> float:
@@ -73,14 +77,15 @@ def explain_search(*, access: ProjectAccess, query: SearchQuery) -> SearchExplai
     now = query.as_of or timezone.now()
     config = recall_config(access.project.settings)
     ranking = rank(access=access, query=query, now=now, depth=query.k, config=config, explain=True)
+    top = ranking.ranked[: query.k]
     full = (
         Memory.objects.filter(project=access.project)
         .select_related("owner")
-        .in_bulk([r.memory_id for r in ranking.ranked])
+        .in_bulk([r.memory_id for r in top])
     )
     results = []
     at = now.timestamp()
-    for position, ranked in enumerate(ranking.ranked, 1):
+    for position, ranked in enumerate(top, 1):
         if ranked.memory_id not in full:  # deleted since the bank copy was read
             continue
         if ranked.importance >= scoring.DECAY_EXEMPT_IMPORTANCE:
@@ -103,6 +108,10 @@ def explain_search(*, access: ProjectAccess, query: SearchQuery) -> SearchExplai
                 exempt=exempt,
                 decay_factor=float(factor),
                 score=ranked.score,
+                base=ranked.base,
+                neighbours=ranked.signal.neighbours if ranked.signal else 0.0,
+                session=ranked.signal.session if ranked.signal else 0.0,
+                subject=ranked.signal.subject if ranked.signal else 1.0,
             )
         )
     return SearchExplain(

@@ -12,11 +12,13 @@ rank() is the one ranking: memory_search and the explanations (explain.py) both 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
 from django.db import transaction
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Substr
 from django.utils import timezone
 
 from memoryhub.memories import text
@@ -24,7 +26,7 @@ from memoryhub.memories.kinds import Scope
 from memoryhub.memories.models import Memory
 from memoryhub.memories.selectors import memory_visible_mask
 from memoryhub.memories.services import memory_record_access
-from memoryhub.recall import engine, scoring, selectors, services
+from memoryhub.recall import engine, scoring, selectors, services, signals
 from memoryhub.recall.conf import RecallConfig, recall_config
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.models import AgentSession
@@ -32,6 +34,11 @@ from projects.selectors import ProjectAccess
 
 QUERY_MAX_TERMS = 64
 FIRST_UNSEEN_BLIND = 5  # meow-memory's 5 + 5: the first five whatever was seen
+# With a context signal on, at least this many candidates are ranked (ties at the cut and the
+# neighbours join them). Deeper pools changed nothing on LoCoMo-R's dev split (20, 30, 50 and
+# 100 gave the same hit@5) (bench/_locomo.SIGNAL_POOL).
+SIGNAL_POOL = 20
+SUBJECT_LABEL_CHARS = 80  # a leading "Name:" label is looked for in this much of the content
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,9 @@ class SearchQuery:
 class Hit:
     memory: Memory
     score: float
-    raw: float
+    raw: float  # BM25
+    base: float = 0.0  # raw × the recency factor: the score before the context signals
+    parts: signals.Scored | None = None  # the signals' shares, when one is on
 
 
 @dataclass(frozen=True)
@@ -77,10 +86,13 @@ class TermPart:
 class Ranked:
     memory_id: int
     raw: float  # BM25
-    score: float  # after the decay
+    score: float  # the final score: base, then the context signals
+    base: float  # raw × the recency factor
     importance: int
     updated_at: float  # epoch seconds
+    created_at: float  # epoch seconds (ties: earlier first)
     parts: tuple[TermPart, ...] = ()  # with rank(explain=True) only
+    signal: signals.Scored | None = None  # the signals' shares, when one is on
 
 
 @dataclass(frozen=True)
@@ -177,31 +189,223 @@ def rank(
             age_days=(at - updated) / 86_400,
             strength=config.search_decay,
         )
+        if config.signals_on:
+            depth = max(depth, SIGNAL_POOL)
+        # The pool: whoever could rank among the best `depth` once decayed (the decay keeps
+        # at least `floor` of a raw score), as the signals were tuned on.
+        floor = scoring.decay_floor(config.search_decay)
         key = -np.round(decayed, 9)
-        if len(slots) > depth:  # only the depth best, and whoever ties with the last of them
+        if not config.signals_on and len(slots) > depth:
+            # Only the depth best, and whoever ties with the last of them.
             kth = np.partition(key, depth - 1)[depth - 1]
             near = np.flatnonzero(key <= kth)
+        elif config.signals_on and len(slots) > depth:
+            kth_raw = -np.partition(-raw, depth - 1)[depth - 1]
+            near = np.flatnonzero(raw >= floor * kth_raw)
         else:
             near = np.arange(len(slots))
-        # Ties: insertion order, earlier first (the LoCoMo-R protocol's rule too).
-        order = near[np.lexsort((bank.ids[slots[near]], bank.created[slots[near]], key[near]))]
-        order = order[:depth]
-        ranked = [
+        pool = [
             Ranked(
                 memory_id=int(bank.ids[slots[i]]),
                 raw=float(raw[i]),
                 score=float(decayed[i]),
+                base=float(decayed[i]),
                 importance=int(importance[i]),
                 updated_at=float(updated[i]),
+                created_at=float(bank.created[slots[i]]),
                 parts=_parts(bank, int(slots[i]), weights, qtf, df, stats.avgdl, config)
                 if explain
                 else (),
             )
-            for i in order
+            for i in near
         ]
-        return Ranking(
-            terms=terms, n_docs=stats.n_docs, avgdl=stats.avgdl, best_raw=best, ranked=ranked
+        context = None
+        if config.signals_on:
+            context = _context(
+                bank, access, query, at, config, stats, qtf, weights, scores, slots[near], best
+            )
+            pool += [
+                Ranked(
+                    memory_id=int(bank.ids[slot]),
+                    raw=float(scores[slot]),
+                    score=base,
+                    base=base,
+                    importance=int(bank.importance[slot]),
+                    updated_at=float(bank.updated[slot]),
+                    created_at=float(bank.created[slot]),
+                    parts=_parts(bank, slot, weights, qtf, df, stats.avgdl, config)
+                    if explain
+                    else (),
+                )
+                for slot, base in context.joined.items()
+            ]
+    if context is not None:
+        pool = _with_signals(pool, context, qtf, config)
+    # Ties: insertion order, earlier first (the LoCoMo-R protocol's rule too).
+    pool.sort(key=lambda r: (-round(r.score, 9), r.created_at, r.memory_id))
+    return Ranking(terms=terms, n_docs=stats.n_docs, avgdl=stats.avgdl, best_raw=best, ranked=pool)
+
+
+@dataclass
+class _Context:
+    """What the context signals need beyond the pool, read from the bank copy."""
+
+    joined: dict[int, float]  # slot → base of the neighbours that joined the pool
+    keys: dict[int, str]  # memory id → session key (signals.session_key's role)
+    order: dict[int, int | None]  # memory id → source_record_start
+    adjacent: dict[int, tuple[int | None, int | None]]  # memory id → (previous, next)
+    session_scores: dict[str, float]
+
+
+def _context(
+    bank: engine.BankIndex,
+    access: ProjectAccess,
+    query: SearchQuery,
+    at: float,
+    config: RecallConfig,
+    stats: engine.Stats,
+    qtf: Counter[str],
+    weights: dict[str, float],
+    scores: np.ndarray,
+    pool: np.ndarray,
+    best: float,
+) -> _Context:
+    """Neighbours, sessions and session BM25 for the pool (memoryhub.recall.signals), computed
+    over the memories the query may return; session statistics over what the caller may see."""
+    n = bank.size
+    admitted = np.zeros(n, np.bool_)
+    every = np.arange(n)
+    admitted[every[_admitted(bank, every, access, query, at)]] = True
+    members = bank.by_session()
+    session = bank.session
+    adjacent: dict[int, tuple[int | None, int | None]] = {}
+    lengths: dict[str, float] = {}
+    joined: dict[int, float] = {}
+    in_pool = set(pool.tolist())
+    named = sorted({int(c) for c in session[pool] if c >= 0})
+    for code in named:
+        group = members[code]
+        group = group[admitted[group]]
+        lengths[f"s{code}"] = float(bank.length[group].sum())
+        ordered = [int(x) for x in group[bank.order[group] != engine.NO_ORDER]]
+        ids = [int(bank.ids[x]) for x in ordered]
+        for position, slot in enumerate(ordered):
+            prev = ordered[position - 1] if position > 0 else None
+            nxt = ordered[position + 1] if position + 1 < len(ordered) else None
+            adjacent[ids[position]] = (
+                int(bank.ids[prev]) if prev is not None else None,
+                int(bank.ids[nxt]) if nxt is not None else None,
+            )
+            if slot in in_pool:
+                for neighbour in (prev, nxt):
+                    if neighbour is not None and neighbour not in in_pool:
+                        raw = float(scores[neighbour])
+                        joined[neighbour] = (
+                            float(
+                                scoring.decayed_many(
+                                    np.array([raw]),
+                                    best_raw=best,
+                                    importance=bank.importance[[neighbour]],
+                                    age_days=(at - bank.updated[[neighbour]]) / 86_400,
+                                    strength=config.search_decay,
+                                )[0]
+                            )
+                            if raw
+                            else 0.0
+                        )
+    candidates = np.array(sorted(in_pool | set(joined)), np.int64)
+    keys = {
+        int(bank.ids[x]): (f"s{session[x]}" if session[x] >= 0 else f"#{bank.ids[x]}")
+        for x in candidates
+    }
+    loners = candidates[session[candidates] < 0]
+    for x in loners:
+        lengths[f"#{bank.ids[x]}"] = float(bank.length[x])
+    # Query terms' counts per session (the pool's sessions) and per session-less candidate.
+    wanted = np.array(named, np.int64)
+    tf: dict[str, dict[str, int]] = {}
+    sdf: dict[str, int] = {}
+    for term in weights:
+        postings = bank.postings[term]
+        codes = session[postings.slots]
+        take = admitted[postings.slots]
+        if len(wanted):
+            named_take = take & (codes >= 0)
+            sums = np.bincount(
+                codes[named_take], weights=postings.tf[named_take], minlength=len(bank.sessions)
+            )
+            for code in named:
+                if sums[code]:
+                    tf.setdefault(f"s{code}", {})[term] = int(sums[code])
+        if len(loners):
+            mine = np.isin(postings.slots, loners)
+            for x, count in zip(postings.slots[mine], postings.tf[mine], strict=True):
+                tf.setdefault(f"#{bank.ids[x]}", {})[term] = int(count)
+        sdf[term] = bank.session_frequency(term, stats)
+    n_sessions = bank.session_count(stats)
+    session_scores = signals.session_bm25(
+        tf=tf,
+        lengths=lengths,  # type: ignore[arg-type]
+        df=sdf,
+        n_sessions=n_sessions,
+        qtf=qtf,
+        k1=config.search_k1,
+        b=config.search_b,
+        avg_length=stats.n_docs * stats.avgdl / max(n_sessions, 1),
+    )
+    return _Context(
+        joined=joined,
+        keys=keys,
+        order={
+            int(bank.ids[x]): (None if bank.order[x] == engine.NO_ORDER else int(bank.order[x]))
+            for x in candidates
+        },
+        adjacent=adjacent,
+        session_scores=session_scores,
+    )
+
+
+def _subjects(ids: list[int]) -> dict[int, frozenset[str]]:
+    """Each memory's subject terms (signals.subject_text): one statement, the fields it reads."""
+    rows = (
+        Memory.objects.filter(pk__in=ids)
+        .annotate(
+            head=Substr("content", 1, SUBJECT_LABEL_CHARS),
+            subject_field=KeyTextTransform("subject", "metadata"),
         )
+        .values_list("pk", "title", "head", "subject_field")
+    )
+    out = {}
+    for pk, title, head, subject_field in rows:
+        subject = signals.subject_text(
+            title=title, content=head, metadata={"subject": subject_field}
+        )
+        out[pk] = frozenset(text.tokenize(subject)) if subject else frozenset()
+    return out
+
+
+def _with_signals(
+    pool: list[Ranked], context: _Context, qtf: Counter[str], config: RecallConfig
+) -> list[Ranked]:
+    by_id = {r.memory_id: r for r in pool}
+    subjects = _subjects(list(by_id)) if config.signal_subject != 1 else {}
+    scored = signals.rerank(
+        [
+            signals.Candidate(
+                id=r.memory_id,
+                base=r.base,
+                session=context.keys[r.memory_id],
+                order=context.order[r.memory_id],
+                subject=subjects.get(r.memory_id, frozenset()),
+            )
+            for r in pool
+        ],
+        adjacent=context.adjacent,
+        session_scores=context.session_scores,
+        query_terms=frozenset(qtf),
+        weights=config,
+    )
+    return [replace(by_id[s.id], score=s.score, signal=s) for s in scored]
 
 
 def _parts(
@@ -260,7 +464,7 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
     full = Memory.objects.filter(project=access.project).in_bulk([r.memory_id for r in chosen])
     # A memory deleted since the bank copy was read is left out.
     hits = [
-        Hit(memory=full[r.memory_id], score=r.score, raw=r.raw)
+        Hit(memory=full[r.memory_id], score=r.score, raw=r.raw, base=r.base, parts=r.signal)
         for r in chosen
         if r.memory_id in full
     ]

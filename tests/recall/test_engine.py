@@ -62,14 +62,14 @@ def _reference(project: Project, user: User | None, query: str, k: int) -> list[
         if memory_id in ids:
             postings.setdefault(term, {})[memory_id] = tf
     qtf = Counter(engine_tokenize(query))
-    scores: Counter[int] = Counter()
+    scores: dict[int, float] = {}
     for term, count in qtf.items():
         docs = postings.get(term, {})
         if not docs:
             continue
         weight = scoring.idf(len(ids), len(docs)) * count
         for memory_id, tf in docs.items():
-            scores[memory_id] += weight * tf * 1.3 / (tf + 0.3)
+            scores[memory_id] = scores.get(memory_id, 0.0) + weight * tf * 1.3 / (tf + 0.3)
     active = set(visible.filter(status="active").values_list("pk", flat=True))
     created = dict(visible.values_list("pk", "created_at"))
     ranked = sorted(
