@@ -21,6 +21,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Substr
 from django.utils import timezone
 
+from memoryhub.embeddings import rescore
 from memoryhub.memories import text
 from memoryhub.memories.kinds import Scope
 from memoryhub.memories.models import Memory
@@ -157,9 +158,13 @@ def rank(
     config: RecallConfig,
     explain: bool = False,
 ) -> Ranking:
-    """The best `depth` memories for the query, best first, ranked exactly over the whole bank:
-    BM25 (idf and average length over what the caller may see), the query's filters, the decay;
-    ties: earlier insertion first. With `explain`, each carries its terms' parts."""
+    """The best `depth` memories for the query (at least), best first, ranked exactly over the
+    whole bank: BM25 (idf and average length over what the caller may see), the query's
+    filters, the decay, the context signals, then the embedding re-scorer when it is on; ties:
+    earlier insertion first. With `explain`, each carries its terms' parts."""
+    # The embedding re-scorer wants the lexical top 200 (0 when off or the bank has no vectors).
+    dense = rescore.rescore_depth(project_id=access.project.pk, weight=config.embedding_weight)
+    depth = max(depth, dense)
     qtf = Counter(text.tokenize(query.text))
     terms = [t for t, _ in qtf.most_common(QUERY_MAX_TERMS)]
     with engine.reading(access.project.pk) as bank:
@@ -243,7 +248,20 @@ def rank(
         pool = _with_signals(pool, context, qtf, config)
     # Ties: insertion order, earlier first (the LoCoMo-R protocol's rule too).
     pool.sort(key=lambda r: (-round(r.score, 9), r.created_at, r.memory_id))
+    if dense:
+        pool = _rescored(query, config, pool)
     return Ranking(terms=terms, n_docs=stats.n_docs, avgdl=stats.avgdl, best_raw=best, ranked=pool)
+
+
+def _rescored(query: SearchQuery, config: RecallConfig, pool: list[Ranked]) -> list[Ranked]:
+    """Last: the embedding re-scorer over the final lexical scores (memoryhub.embeddings)."""
+    by_id = {r.memory_id: r for r in pool}
+    fused = rescore.rescore(
+        query_text=query.text,
+        scored=[(r.memory_id, r.score) for r in pool],
+        weight=config.embedding_weight,
+    )
+    return [replace(by_id[i], score=score) for i, score in fused]
 
 
 @dataclass
