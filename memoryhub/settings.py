@@ -362,6 +362,9 @@ LLM_SMOL_MODEL = env_str("LLM_SMOL_MODEL")  # role "smol"; empty falls back to L
 LLM_TIMEOUT_SECONDS = env_int("LLM_TIMEOUT_SECONDS", 60, minimum=1)  # per attempt
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2, minimum=0)  # the SDK's own backoff on 429/5xx
 LLM_DAILY_TOKEN_BUDGET = env_int("LLM_DAILY_TOKEN_BUDGET", 0, minimum=0)  # per project; 0 = none
+# Search keeps each project's postings in memory per process (memoryhub.recall.engine); beyond
+# this many postings in all, the least recently used banks are dropped (about 8 bytes each).
+RECALL_INDEX_MAX_POSTINGS = env_int("RECALL_INDEX_MAX_POSTINGS", 6_000_000, minimum=0)
 # Base URLs a project may point its own settings at (besides LLM_BASE_URL). Empty: none, so a
 # project maintainer cannot make the server send prompts to a host the operator did not choose.
 LLM_ALLOWED_BASE_URLS = [url.rstrip("/") for url in env_list("LLM_ALLOWED_BASE_URLS", [])]
