@@ -66,6 +66,7 @@ class _Script:
     raw_body: str | None = None
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
+    gate: threading.Event | None = None  # answer only once it is set (see hold)
 
 
 class FakeLlm:
@@ -120,6 +121,13 @@ class FakeLlm:
     ) -> None:
         self._push(_Script(text=text, tokens_in=tokens_in, tokens_out=tokens_out, delay=seconds))
 
+    def hold(self, text: str, *, tokens_in: int = 100, tokens_out: int = 10) -> threading.Event:
+        """Script a reply that waits until the returned event is set: the test sees the call in
+        flight (the job mid-run) and decides when it ends, instead of guessing a delay."""
+        gate = threading.Event()
+        self._push(_Script(text=text, tokens_in=tokens_in, tokens_out=tokens_out, gate=gate))
+        return gate
+
     def raw(self, status: int, body: str, *, content_type: str = "application/json") -> None:
         self._push(_Script(status=status, raw_body=body, content_type=content_type))
 
@@ -160,6 +168,15 @@ class FakeLlm:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    def _ended_while_waiting(self, script: _Script) -> bool:
+        """Wait out the script's delay or gate; True when the test ended meanwhile."""
+        if script.delay and self._stopping.wait(script.delay):
+            return True
+        while script.gate is not None and not script.gate.wait(0.05):
+            if self._stopping.is_set():
+                return True
+        return False
+
     # --- serving -----------------------------------------------------------------------------
     def _answer(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
@@ -180,7 +197,7 @@ class FakeLlm:
             message = f"fake_llm: no scripted reply for {handler.command} {path}"
             error = json.dumps({"error": {"message": message, "type": "fake_error"}})
             _send(handler, 500, error, headers={"x-should-retry": "false"})
-        elif script.delay and self._stopping.wait(script.delay):
+        elif self._ended_while_waiting(script):
             pass  # the test is over: no answer
         elif script.raw_body is not None:
             _send(handler, script.status, script.raw_body, script.content_type, script.headers)

@@ -4,9 +4,12 @@ accepted by the check on save."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -17,6 +20,7 @@ from projects.models import Project
 from tests.fake_llm import FakeLlm
 from tests.pipeline.test_pipeline_e2e import TRANSCRIPT, push_session
 from tests.recall.memories import add_memory
+from tests.worker import wait_for
 
 P = "/api/v1/projects/alpha/"
 S = P + "sessions/"
@@ -127,6 +131,86 @@ def test_stage2_retry_delay_seconds(
     job.refresh_from_db()
     assert job.retry_at is not None and job.finished_at is not None
     assert job.retry_at - job.finished_at == timedelta(seconds=900)
+
+
+class InThread:
+    """A job run on its own thread and connection, as a worker runs it, so that the test can
+    read the job's row (committed) while the run waits on its held LLM call."""
+
+    def __init__(self, run: Callable[..., str], **kwargs: Any) -> None:
+        self.outcome: str | None = None
+
+        def target() -> None:
+            try:
+                self.outcome = run(**kwargs)
+            finally:
+                connection.close()
+
+        self.thread = threading.Thread(target=target)
+        self.thread.start()
+
+    def join(self) -> str | None:
+        self.thread.join(timeout=60)
+        return self.outcome
+
+
+def lease_of(job_id: int) -> timedelta:
+    job = Job.objects.get(pk=job_id)
+    assert job.status == Job.Status.RUNNING and job.lease_until and job.heartbeat_at
+    return job.lease_until - job.heartbeat_at
+
+
+def test_stage1_lease_seconds(
+    transactional_db: None,
+    alice_client: APIClient,
+    project: Project,
+    fake_llm: FakeLlm,
+    settings: Any,
+) -> None:
+    fake_llm.configure(settings, max_retries=0)
+    knobs(alice_client, project, stage1_lease_seconds=900)  # default 120
+    sessions(alice_client, 1)
+    (job_id,) = services.stage1_enqueue_due(project=project)
+    gate = fake_llm.hold('{"memories": []}')
+    fake_llm.reply(EMPTY_STAGE1_OUTPUT)
+    run = InThread(services.stage1_run, job_id=job_id)
+    try:
+        assert wait_for(lambda: len(fake_llm.requests) == 1, 30)  # the run holds the job
+        assert lease_of(job_id) == timedelta(seconds=900)
+        # The lease is what keeps a second worker out until it runs out (moved, not waited for).
+        assert services.stage1_enqueue_due(project=project) == []
+        Job.objects.filter(pk=job_id).update(lease_until=timezone.now() - timedelta(seconds=1))
+        assert services.stage1_enqueue_due(project=project) == [job_id]
+        Job.objects.filter(pk=job_id).update(lease_until=timezone.now() + timedelta(seconds=900))
+    finally:
+        gate.set()
+    assert run.join() == "done"
+
+
+def test_stage2_lease_and_heartbeat_seconds(
+    transactional_db: None,
+    alice_client: APIClient,
+    project: Project,
+    fake_llm: FakeLlm,
+    settings: Any,
+) -> None:
+    fake_llm.configure(settings, max_retries=0)
+    knobs(alice_client, project, stage2_lease_seconds=90, stage2_heartbeat_seconds=1)
+    session = AgentSession.objects.get(external_id=sessions(alice_client, 1)[0])
+    Stage1Output.objects.create(session=session, project=project, raw_memory="raw")
+    job = services.stage2_mark_dirty(project=project)
+    gate = fake_llm.hold('{"memory_md": "# Memory", "memory_summary": "S.", "skills": []}')
+    run = InThread(services.stage2_run, job_id=job.pk)
+    try:
+        assert wait_for(lambda: len(fake_llm.requests) == 1, 30)
+        assert lease_of(job.pk) == timedelta(seconds=90)  # default 180
+        started = Job.objects.get(pk=job.pk).started_at
+        # Every heartbeat (each second here, 30 by default) renews the lease from its beat.
+        assert wait_for(lambda: Job.objects.get(pk=job.pk).heartbeat_at != started, 30)
+        assert lease_of(job.pk) == timedelta(seconds=90)
+    finally:
+        gate.set()
+    assert run.join() == "done"
 
 
 def stage1_requests(
