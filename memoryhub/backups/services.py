@@ -144,9 +144,11 @@ class _Restorer:
     def finish(self) -> None:
         for label, old_pk, attname, old_target in self.deferred:
             model = fmt.model_of(label)
-            model._base_manager.filter(pk=self.pk_maps[label][old_pk]).update(
-                **{attname: self.pk_maps[label][old_target]}
-            )
+            link = (self.pk_maps[label][old_pk], attname, self.pk_maps[label][old_target])
+            if label.startswith("memories."):  # the bank's rows: its services write them
+                memory_services.bank_rows_relink(model=model, links=[link])
+            else:
+                model._base_manager.filter(pk=link[0]).update(**{attname: link[2]})
 
 
 def _batches(

@@ -718,3 +718,12 @@ def bank_rows_restore(*, objs: Sequence[Any], fields: Sequence[Any]) -> list[int
         list(objs), fields=list(fields), returning_fields=[model._meta.pk], raw=True
     )
     return [row[0] for row in rows]
+
+
+def bank_rows_relink(*, model: Any, links: Sequence[tuple[int, str, int]]) -> None:
+    """Set a restored bank row's reference to a row of its own table (superseded_by), once
+    both exist: (row pk, field attname, target pk), in the caller's transaction."""
+    if model not in _RESTORABLE:
+        raise TypeError(f"bank_rows_relink takes rows of one of {_RESTORABLE}")
+    for pk, attname, target in links:
+        model._base_manager.filter(pk=pk).update(**{attname: target})

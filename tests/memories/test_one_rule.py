@@ -4,6 +4,7 @@ when a second spelling of a rule appears, naming the file and line."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,24 +131,94 @@ def _root_name(node: ast.expr) -> str:
             return node.id if isinstance(node, ast.Name) else ""
 
 
-def bank_writes_outside_services(root: Path = ROOT) -> list[str]:
-    found = []
-    for rel, tree in _modules(root):
-        if rel == "memoryhub/memories/services.py":
+# Names that hold memories or their events by convention (memory, memories, old_memory,
+# memory_event, …), whatever they were assigned from.
+_BANK_VARIABLE = re.compile(r"^(?:\w+_)?(?:memory|memories|memory_events?)$")
+_BANK_TYPE = re.compile(r"\bMemory(?:Event)?\b")
+
+
+def _bank_annotation(node: ast.expr | None) -> bool:
+    """`Memory`, `MemoryEvent`, `QuerySet[Memory]`, `list[Memory]`, `"Memory | None"`, …"""
+    return node is not None and any(
+        (isinstance(n, ast.Name) and n.id in {"Memory", "MemoryEvent"})
+        or (isinstance(n, ast.Constant) and isinstance(n.value, str) and _BANK_TYPE.search(n.value))
+        for n in ast.walk(node)
+    )
+
+
+def _bindings(node: ast.AST) -> tuple[list[ast.expr], ast.expr | None]:
+    """The targets a statement binds and the expression it binds them from."""
+    if isinstance(node, ast.Assign):
+        return node.targets, node.value
+    if isinstance(node, ast.AnnAssign | ast.NamedExpr):
+        return [node.target], node.value
+    if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+        return [node.target], node.iter
+    if isinstance(node, ast.withitem) and node.optional_vars is not None:
+        return [node.optional_vars], node.context_expr
+    return [], None
+
+
+def bank_variables(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names in the function that hold Memory/MemoryEvent instances or querysets: parameters
+    and annotated names of a bank type, names assigned (or looped) from Memory.objects…,
+    MemoryEvent(…) or another such name, and names that say so (memory, memories, …)."""
+    args = function.args
+    held = {
+        arg.arg
+        for arg in args.posonlyargs + args.args + args.kwonlyargs
+        if _bank_annotation(arg.annotation) or _BANK_VARIABLE.match(arg.arg)
+    }
+    nodes = list(ast.walk(function))
+    grown = True
+    while grown:  # until no assignment adds a name (a = Memory…; b = a.filter(…); …)
+        grown = False
+        for node in nodes:
+            targets, value = _bindings(node)
+            from_bank = value is not None and _root_name(value) in _BANK_MODELS | held
+            if isinstance(node, ast.AnnAssign) and _bank_annotation(node.annotation):
+                from_bank = True
+            for target in targets:
+                for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                    if name not in held and (from_bank or _BANK_VARIABLE.match(name)):
+                        held.add(name)
+                        grown = True
+    return held
+
+
+def _bank_writes(rel: str, tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
             continue
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if isinstance(func, ast.Name) and func.id == "MemoryEvent":
-                found.append(f"{rel}:{node.lineno} MemoryEvent(…)")
-            elif (
-                isinstance(func, ast.Attribute)
-                and func.attr in _WRITES
-                and _root_name(func.value) in _BANK_MODELS
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "MemoryEvent":
+            yield f"{rel}:{node.lineno} MemoryEvent(…)"
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr in _WRITES
+            and _root_name(func.value) in _BANK_MODELS
+        ):
+            yield f"{rel}:{node.lineno} {_root_name(func.value)}….{func.attr}()"
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        held = bank_variables(function)
+        for node in ast.walk(function):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _WRITES
+                and _root_name(node.func.value) in held
             ):
-                found.append(f"{rel}:{node.lineno} {_root_name(func.value)}….{func.attr}()")
-    return found
+                yield f"{rel}:{node.lineno} {_root_name(node.func.value)}….{node.func.attr}()"
+
+
+def bank_writes_outside_services(root: Path = ROOT) -> list[str]:
+    found: set[str] = set()
+    for rel, tree in _modules(root):
+        if rel != "memoryhub/memories/services.py":
+            found.update(_bank_writes(rel, tree))
+    return sorted(found)
 
 
 def test_only_memories_services_writes_memories_and_their_events() -> None:
@@ -164,19 +235,42 @@ def test_the_write_guard_sees_direct_writes() -> None:
         "MemoryEvent.objects.bulk_create([MemoryEvent(verb='x')])\n"
         "Memory.objects.filter(project=p).delete()\n"
     )
-    tree = ast.parse(sample)
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
-    flagged = [
-        n
-        for n in calls
-        if (isinstance(n.func, ast.Name) and n.func.id == "MemoryEvent")
-        or (
-            isinstance(n.func, ast.Attribute)
-            and n.func.attr in _WRITES
-            and _root_name(n.func.value) in _BANK_MODELS
-        )
-    ]
-    assert len(flagged) == 4
+    assert len(list(_bank_writes("sample.py", ast.parse(sample)))) == 4
+
+
+def test_the_write_guard_sees_writes_through_variables() -> None:
+    """Instances and querysets held in variables: the spellings issue 9 found the guard blind to."""
+    sample = """
+def annotated(target: Memory, rows: QuerySet[Memory], maybe: "Memory | None") -> None:
+    target.save(update_fields=["status"])
+    rows.update(status="stale")
+    maybe.delete()
+
+def assigned(project, selectors) -> None:
+    qs = Memory.objects.filter(project=project)
+    active = qs.exclude(status="archived")
+    active.update(importance=1)
+    for row in active:
+        row.save()
+    found = selectors.memory_get(project=project)
+    memory = found
+    memory.delete()
+    event = memory.events.first()
+    event.delete()
+    pending: list[MemoryEvent] = []
+    pending[0].save()
+    old_memories = [m for m in selectors.memory_list(project=project)]
+    old_memories[0].save()
+
+def innocent(counts: dict[str, int], found: set[int]) -> None:
+    counts.update(a=1)
+    found.update({1})
+    settings = {}
+    settings.update(x=1)
+"""
+    hits = _bank_writes("s.py", ast.parse(sample))
+    lines = sorted(int(hit.split(":")[1].split()[0]) for hit in hits)
+    assert lines == [3, 4, 5, 10, 12, 15, 17, 19, 21]
 
 
 # --- one "seen since the last compaction" rule, one seen-set write ----------------------------
