@@ -280,23 +280,31 @@ class Server:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 60) -> None:
-        command = [
+    def command(self) -> list[str]:
+        """gunicorn's argv: this server's application, then the options every server shares."""
+        return [
             str(BIN / "gunicorn"),
             "memoryhub.wsgi",
+            "--timeout",
+            str(GUNICORN_TIMEOUT_S),
+            *self.common_options(),
+        ]
+
+    def common_options(self) -> list[str]:
+        return [
             "--workers",
             str(self.workers),
             "--bind",
             f"127.0.0.1:{self.port}",
-            "--timeout",
-            str(GUNICORN_TIMEOUT_S),
             "--no-control-socket",  # else ~/.gunicorn/gunicorn.ctl, shared with `make run`
             "--chdir",
             str(self.app_dir),
         ]
+
+    def start(self, timeout_s: float = 60) -> None:
         with self.log_path.open("wb") as out:
             self.proc = subprocess.Popen(  # noqa: S603 — fixed argv, no shell
-                command,
+                self.command(),
                 cwd=self.app_dir,
                 env=self.env,
                 stdout=out,

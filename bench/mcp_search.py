@@ -17,7 +17,6 @@ import contextlib
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -113,31 +112,17 @@ WORDS = [
 class AsgiServer(Server):
     """The harness's gunicorn, serving memoryhub.asgi with uvicorn's worker class."""
 
-    def start(self, timeout_s: float = 90) -> None:
-        command = [
+    def command(self) -> list[str]:
+        return [
             str(BIN / "gunicorn"),
             "memoryhub.asgi:application",
             "--worker-class",
             "uvicorn_worker.UvicornWorker",
-            "--workers",
-            str(self.workers),
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--no-control-socket",
-            "--chdir",
-            str(self.app_dir),
+            *self.common_options(),
         ]
-        with self.log_path.open("wb") as out:
-            self.proc = subprocess.Popen(  # noqa: S603 — fixed argv, no shell
-                command,
-                cwd=self.app_dir,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        self._wait(set(), timeout_s)
+
+    def start(self, timeout_s: float = 90) -> None:
+        super().start(timeout_s)
 
 
 def sentence(rng: random.Random) -> tuple[str, list[str]]:

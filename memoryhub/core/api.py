@@ -24,6 +24,13 @@ class Pagination(LimitOffsetPagination):
         return settings.API_MAX_PAGE_SIZE
 
 
+class PageParams(serializers.Serializer):
+    """?limit=&offset= of a paginated list (Pagination reads them; declared for the schema)."""
+
+    limit = serializers.IntegerField(required=False, min_value=1)
+    offset = serializers.IntegerField(required=False, min_value=0)
+
+
 def paginated_response(
     request: Request,
     view: APIView,

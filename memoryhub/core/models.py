@@ -4,7 +4,23 @@ from django.conf import settings
 from django.db import models
 
 
-class AuditEvent(models.Model):
+class ActorStamped(models.Model):
+    """Who made a change: a person, the token they acted with, and a label that outlives both
+    (audit rows and memory events)."""
+
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_token = models.ForeignKey(
+        "accounts.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=200)
+
+    class Meta:
+        abstract = True
+
+
+class AuditEvent(ActorStamped):
     """Who changed what outside the memory bank itself: projects, memberships, tokens.
 
     Changes to memories are audited in MemoryEvent, which the per-memory history reads.
@@ -13,13 +29,6 @@ class AuditEvent(models.Model):
     project = models.ForeignKey(
         "projects.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
-    actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    actor_token = models.ForeignKey(
-        "accounts.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    actor_label = models.CharField(max_length=200)
     verb = models.CharField(max_length=64)
     target_type = models.CharField(max_length=64)
     target_id = models.CharField(max_length=64)

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.core.api import CommaSeparatedChoiceField, Pagination, paginated_response
+from memoryhub.core.api import CommaSeparatedChoiceField, PageParams, Pagination, paginated_response
 from memoryhub.memories import kinds, selectors, services
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
@@ -104,7 +104,7 @@ class MemoryOutputSerializer(serializers.Serializer):
     last_accessed_at = serializers.DateTimeField(allow_null=True)
 
 
-class MemoryFilterSerializer(serializers.Serializer):
+class MemoryFilterSerializer(PageParams):
     kind = CommaSeparatedChoiceField(choices=Kind.values, required=False)
     scope = serializers.ChoiceField(choices=Scope.choices, required=False)
     status = CommaSeparatedChoiceField(choices=[*Memory.Status.values, "all"], required=False)
@@ -116,8 +116,6 @@ class MemoryFilterSerializer(serializers.Serializer):
     created_before = serializers.DateTimeField(required=False)
     updated_after = serializers.DateTimeField(required=False)
     updated_before = serializers.DateTimeField(required=False)
-    limit = serializers.IntegerField(required=False, min_value=1)
-    offset = serializers.IntegerField(required=False, min_value=0)
 
     def to_filters(self) -> selectors.MemoryFilters:
         data = dict(self.validated_data)

@@ -37,6 +37,13 @@ class Scope(models.TextChoices):
     PROJECT = "project", "Project (visible to the project's members)"
 
 
+def owner_matches_scope() -> models.Q:
+    """A user-scope row has its owner, a project-scope row none (memories and recall files)."""
+    return models.Q(scope=Scope.USER, owner__isnull=False) | models.Q(
+        scope=Scope.PROJECT, owner__isnull=True
+    )
+
+
 class Subcategory(models.TextChoices):
     """meow-memory's sections of a project memory (only kind=project uses them)."""
 

@@ -11,7 +11,8 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
-from memoryhub.memories.kinds import Kind, Scope, Subcategory
+from memoryhub.core.models import ActorStamped
+from memoryhub.memories.kinds import Kind, Scope, Subcategory, owner_matches_scope
 
 METADATA_MAX_BYTES = 4096
 KEYWORDS_MAX = 32
@@ -102,11 +103,7 @@ class Memory(models.Model):
         verbose_name_plural = "memories"
         constraints = [
             models.CheckConstraint(
-                condition=(
-                    models.Q(scope=Scope.USER, owner__isnull=False)
-                    | models.Q(scope=Scope.PROJECT, owner__isnull=True)
-                ),
-                name="memory_owner_matches_scope",
+                condition=owner_matches_scope(), name="memory_owner_matches_scope"
             ),
             models.CheckConstraint(
                 condition=models.Q(importance__gte=1), name="memory_importance_positive"
@@ -185,18 +182,11 @@ class Memory(models.Model):
         }
 
 
-class MemoryEvent(models.Model):
+class MemoryEvent(ActorStamped):
     """Audit row for every change to a memory, written in the same transaction as the change."""
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="events")
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
-    actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    actor_token = models.ForeignKey(
-        "accounts.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    actor_label = models.CharField(max_length=200)
     verb = models.CharField(max_length=32)
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)

@@ -121,8 +121,10 @@ def resolve(*, files: dict[str, str], user_file: str | None) -> ResolvedInstruct
     return ResolvedInstructions(text=SEPARATOR.join(sections), files=state.used)
 
 
-def instructions_resolve(*, project: Project, user: User | None) -> ResolvedInstructions:
-    """The project's instructions as `user` gets them, and which files they came from.
+def instruction_sources(
+    *, project: Project, user: User | None
+) -> tuple[dict[str, str], str | None]:
+    """The project's instruction files by path, and `user`'s own file (None: none).
 
     Reads every project instruction file at once: trees are small (each file ≤ 200 KB).
     """
@@ -138,6 +140,12 @@ def instructions_resolve(*, project: Project, user: User | None) -> ResolvedInst
             .values_list("content", flat=True)
             .first()
         )
+    return files, user_file
+
+
+def instructions_resolve(*, project: Project, user: User | None) -> ResolvedInstructions:
+    """The project's instructions as `user` gets them, and which files they came from."""
+    files, user_file = instruction_sources(project=project, user=user)
     return resolve(files=files, user_file=user_file)
 
 

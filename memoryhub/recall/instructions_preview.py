@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from accounts.models import User
 from memoryhub.recall import instructions
-from memoryhub.recall.models import InstructionFile
 from projects.models import Project
 
 
@@ -85,18 +84,7 @@ def _walk(
 
 def instructions_preview(*, project: Project, user: User | None) -> InstructionsPreview:
     """What `user`'s agent gets (`resolved`, byte for byte) and how it was put together."""
-    files = dict(
-        InstructionFile.objects.filter(project=project, owner__isnull=True).values_list(
-            "path", "content"
-        )
-    )
-    user_file = None
-    if user is not None:
-        user_file = (
-            InstructionFile.objects.filter(project=project, owner=user)
-            .values_list("content", flat=True)
-            .first()
-        )
+    files, user_file = instructions.instruction_sources(project=project, user=user)
     resolved = instructions.resolve(files=files, user_file=user_file)
     preview = InstructionsPreview(resolved=resolved.text, files=resolved.files)
     budget = [0]

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from memoryhub.memories.kinds import Scope
+from memoryhub.memories.kinds import Scope, owner_matches_scope
 
 PATH_MAX_CHARS = 500
 FILE_MAX_BYTES = 200 * 1024
@@ -166,11 +166,7 @@ class RecallFile(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=(
-                    models.Q(scope=Scope.USER, owner__isnull=False)
-                    | models.Q(scope=Scope.PROJECT, owner__isnull=True)
-                ),
-                name="recall_file_owner_matches_scope",
+                condition=owner_matches_scope(), name="recall_file_owner_matches_scope"
             ),
             models.UniqueConstraint(
                 fields=["project", "path"],

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.core.api import Pagination, paginated_response
+from memoryhub.core.api import PageParams, Pagination, paginated_response
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.parsers import JsonParser, NdjsonParser
 from memoryhub.sessions import selectors, services
@@ -57,7 +57,7 @@ class SessionCollectionApi(APIView):
         title = serializers.CharField(max_length=200, required=False, allow_blank=True)
         metadata = serializers.DictField(required=False)
 
-    class SessionFilterInput(serializers.Serializer):
+    class SessionFilterInput(PageParams):
         status = serializers.ChoiceField(choices=AgentSession.Status.choices, required=False)
         source = serializers.ChoiceField(  # type: ignore[assignment]
             choices=AgentSession.Source.choices, required=False
@@ -65,8 +65,6 @@ class SessionCollectionApi(APIView):
         q = serializers.CharField(required=False, max_length=200)
         active_after = serializers.DateTimeField(required=False)
         active_before = serializers.DateTimeField(required=False)
-        limit = serializers.IntegerField(required=False, min_value=1)
-        offset = serializers.IntegerField(required=False, min_value=0)
 
     @extend_schema(
         operation_id="sessions_list",
@@ -169,13 +167,11 @@ class RecordCollectionApi(APIView):
     pagination_class = Pagination  # documents the {count, next, previous, results} page
     parser_classes = [JsonParser, NdjsonParser]
 
-    class RecordFilterInput(serializers.Serializer):
+    class RecordFilterInput(PageParams):
         after = serializers.IntegerField(
             required=False, min_value=-1, help_text="Only records with a larger index."
         )
         type = serializers.MultipleChoiceField(choices=RECORD_TYPES, required=False)
-        limit = serializers.IntegerField(required=False, min_value=1)
-        offset = serializers.IntegerField(required=False, min_value=0)
 
     @extend_schema(
         operation_id="session_records_list",

@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from memoryhub.sessions.models import AgentSession, SessionRecord, ToolResultDecision
-from projects.models import Role
+from projects.models import Project, Role
 from projects.selectors import ProjectAccess
 
 
@@ -38,20 +38,25 @@ def session_list(*, access: ProjectAccess, filters: SessionFilters) -> QuerySet[
     return qs.select_related("created_by_user").order_by("-last_active_at", "-id")
 
 
-def session_get(*, access: ProjectAccess, ref: str, write: bool = False) -> AgentSession:
-    """A session by its id or the agent's external id.
-
-    With write=True the caller must have created the session or be a maintainer.
-    """
-    qs = AgentSession.objects.select_related("project", "created_by_user").filter(
-        project=access.project
-    )
+def session_by_ref(*, project: Project, ref: str) -> AgentSession:
+    """A session of the project by its public id or the agent's external id (no access check:
+    callers have made theirs)."""
+    qs = AgentSession.objects.select_related("project", "created_by_user").filter(project=project)
     session = None
     with contextlib.suppress(ValueError):  # not a UUID: an external id
         session = qs.filter(public_id=uuid.UUID(ref)).first()
     session = session or qs.filter(external_id=ref).first()
     if session is None:
         raise Http404("Session not found.")
+    return session
+
+
+def session_get(*, access: ProjectAccess, ref: str, write: bool = False) -> AgentSession:
+    """A session by its id or the agent's external id.
+
+    With write=True the caller must have created the session or be a maintainer.
+    """
+    session = session_by_ref(project=access.project, ref=ref)
     if write and not (
         access.at_least(Role.MAINTAINER)
         or session.created_by_user_id == getattr(access.actor.user, "pk", None)

@@ -89,14 +89,7 @@ def session_get_or_create(
             session.save()
     except IntegrityError:  # a concurrent request created it first
         return AgentSession.objects.get(project=project, external_id=external_id), False
-    audit_record(
-        actor=actor,
-        project=project,
-        verb="session.created",
-        target_type="session",
-        target_id=session.public_id,
-        after={"external_id": external_id},
-    )
+    _session_audit(session, actor, "session.created", after={"external_id": external_id})
     return session, True
 
 
@@ -123,7 +116,28 @@ def _check_limits(records: Sequence[RecordInput]) -> None:
             )
 
 
+def _session_audit(
+    session: AgentSession,
+    actor: Actor,
+    verb: str,
+    *,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+) -> None:
+    audit_record(
+        actor=actor,
+        project=session.project,
+        verb=verb,
+        target_type="session",
+        target_id=session.public_id,
+        before=before,
+        after=after,
+    )
+
+
 class _Counters:
+    """What a batch of records adds to (or, removed, takes from) the session's counters."""
+
     def __init__(self) -> None:
         self.records = 0
         self.messages = 0
@@ -131,6 +145,28 @@ class _Counters:
         self.redactions = 0
         self.injections = 0
         self.first_user_text = ""
+
+    def count(self, record_type: str, *, tokens: int, redactions: int, injected: bool) -> None:
+        self.records += 1
+        self.messages += int(record_type in (USER, ASSISTANT))
+        self.tokens += tokens
+        self.redactions += redactions
+        self.injections += int(injected)
+
+    @classmethod
+    def removed(cls, rows: Sequence[SessionRecord]) -> _Counters:
+        """Counters that take stored `rows` back out (a rewind), before any new appends."""
+        counters = cls()
+        for row in rows:
+            counters.count(
+                row.type,
+                tokens=record_tokens(row.to_input()),
+                redactions=row.redactions,
+                injected=row.contains_injection,
+            )
+        for name in ("records", "messages", "tokens", "redactions", "injections"):
+            setattr(counters, name, -getattr(counters, name))
+        return counters
 
 
 def _insert(
@@ -165,14 +201,11 @@ def _insert(
                 metadata=metadata,
             )
         )
-        counters.redactions += redactions
-        counters.injections += int(flagged)
-        counters.tokens += record_tokens(record)
-        if record.type in (USER, ASSISTANT):
-            counters.messages += 1
+        counters.count(
+            record.type, tokens=record_tokens(record), redactions=redactions, injected=flagged
+        )
         if record.type == USER and not counters.first_user_text and not flagged:
             counters.first_user_text = text_of(content).strip()
-    counters.records += len(rows)
     SessionRecord.objects.bulk_create(rows, batch_size=INSERT_BATCH)
     return rows
 
@@ -180,8 +213,8 @@ def _insert(
 def _finish(session: AgentSession, counters: _Counters) -> None:
     session.record_count += counters.records
     session.message_count += counters.messages
-    session.token_estimate += counters.tokens
-    session.redaction_count += counters.redactions
+    session.token_estimate = max(0, session.token_estimate + counters.tokens)
+    session.redaction_count = max(0, session.redaction_count + counters.redactions)
     session.injected_block_count += counters.injections
     session.last_active_at = timezone.now()
     if not session.title and counters.first_user_text:
@@ -295,12 +328,10 @@ def session_import(
             session.created_at = mewcode_meta.created_at
         session.metadata = session.metadata | extra | {"skipped_lines": info.skipped}
         session.save(update_fields=["title", "summary", "created_at", "metadata"])
-    audit_record(
-        actor=actor,
-        project=project,
-        verb="session.imported",
-        target_type="session",
-        target_id=session.public_id,
+    _session_audit(
+        session,
+        actor,
+        "session.imported",
         after={
             "format": info.format,
             "records": session.record_count,
@@ -316,24 +347,16 @@ def session_end(*, session: AgentSession, actor: Actor) -> AgentSession:
         session.status = AgentSession.Status.ENDED
         session.last_active_at = timezone.now()
         session.save(update_fields=["status", "last_active_at"])
-        audit_record(
-            actor=actor,
-            project=session.project,
-            verb="session.ended",
-            target_type="session",
-            target_id=session.public_id,
-        )
+        _session_audit(session, actor, "session.ended")
     return session
 
 
 @transaction.atomic
 def session_delete(*, session: AgentSession, actor: Actor) -> None:
-    audit_record(
-        actor=actor,
-        project=session.project,
-        verb="session.deleted",
-        target_type="session",
-        target_id=session.public_id,
+    _session_audit(
+        session,
+        actor,
+        "session.deleted",
         before={"external_id": session.external_id, "records": session.record_count},
     )
     session.delete()
@@ -530,12 +553,10 @@ def _append_boundary(
     session.compact_failures = 0
     session.last_active_at = timezone.now()
     session.save(update_fields=["record_count", "compact_failures", "last_active_at"])
-    audit_record(
-        actor=actor,
-        project=session.project,
-        verb="session.compacted",
-        target_type="session",
-        target_id=session.public_id,
+    _session_audit(
+        session,
+        actor,
+        "session.compacted",
         after={"boundary_index": boundary.index, "tokens_before": tokens_before},
     )
     return boundary
@@ -701,36 +722,17 @@ def records_replace(
     removed = stored[kept:]
     if removed:
         SessionRecord.objects.filter(session=session, index__gte=kept).delete()
-        session.record_count = kept
-        session.message_count -= sum(r.type in (USER, ASSISTANT) for r in removed)
-        session.token_estimate = max(
-            0, session.token_estimate - sum(record_tokens(r.to_input()) for r in removed)
-        )
-        session.redaction_count = max(
-            0, session.redaction_count - sum(r.redactions for r in removed)
-        )
-        session.injected_block_count -= sum(r.contains_injection for r in removed)
-        session.save(
-            update_fields=[
-                "record_count",
-                "message_count",
-                "token_estimate",
-                "redaction_count",
-                "injected_block_count",
-            ]
-        )
     fresh = list(records[kept:])
-    counters = _Counters()
+    # Starting below zero, the new records are numbered from the first removed one.
+    counters = _Counters.removed(removed)
     created = _insert(session, fresh, config, counters) if fresh else []
     if created or removed:
         _finish(session, counters)
     if removed:
-        audit_record(
-            actor=actor,
-            project=session.project,
-            verb="session.records_replaced",
-            target_type="session",
-            target_id=session.public_id,
+        _session_audit(
+            session,
+            actor,
+            "session.records_replaced",
             before={"records": len(stored)},
             after={"kept": kept, "removed": len(removed), "appended": len(created)},
         )
@@ -752,15 +754,7 @@ def session_metadata_merge(
     before = {k: session.metadata.get(k) for k in values}
     session.metadata = merged
     session.save(update_fields=["metadata"])
-    audit_record(
-        actor=actor,
-        project=session.project,
-        verb="session.metadata_changed",
-        target_type="session",
-        target_id=session.public_id,
-        before=before,
-        after=values,
-    )
+    _session_audit(session, actor, "session.metadata_changed", before=before, after=values)
     return session
 
 

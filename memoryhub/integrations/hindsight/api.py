@@ -87,19 +87,13 @@ class BankApi(HindsightView):
         access = banks.resolve(actor=self.actor, bank_id=bank_id)
         if access is None:
             access = services.bank_create(actor=self.actor, bank_id=bank_id)
-        missions = {
-            "reflect_mission": data.get("reflect_mission") or data.get("mission"),
-            "retain_mission": data.get("retain_mission"),
-        }
-        services.bank_set_missions(
-            access=access, missions={k: v for k, v in missions.items() if v is not None}
-        )
-        access.project.refresh_from_db()
-        return Response(profile(bank_id, access))
+        return self._set_missions(bank_id, access, data)
 
     def patch(self, request: Request, bank_id: str) -> Response:
         data = valid(self.Input, request.data or {})
-        access = banks.require(actor=self.actor, bank_id=bank_id)
+        return self._set_missions(bank_id, banks.require(actor=self.actor, bank_id=bank_id), data)
+
+    def _set_missions(self, bank_id: str, access: ProjectAccess, data: dict[str, Any]) -> Response:
         missions = {
             "reflect_mission": data.get("reflect_mission") or data.get("mission"),
             "retain_mission": data.get("retain_mission"),

@@ -145,6 +145,12 @@ class MemoryHubMCP(MCPServer):
         except Exception as exc:
             raise ToolError(_message(exc)[0]) from None
 
+    async def answer(
+        self, ctx: Context, fn: Callable[..., operations.Outcome], *args: Any, **kwargs: Any
+    ) -> CallToolResult:
+        """A tool's answer: the operation's text, and its data as structured content."""
+        return _result(await self.call(ctx, fn, *args, **kwargs))
+
     async def read(self, ctx: Context, fn: Callable[..., str], *args: Any) -> str:
         """Run an operation for a resource read; not-found stays a not-found."""
         try:
@@ -256,7 +262,7 @@ def _tools(server: MemoryHubMCP) -> None:  # noqa: C901 — one nested function 
             "scope": scope,
             "session_id": session_id,
         }
-        return _result(await server.call(ctx, operations.memory_remember, project, fields))
+        return await server.answer(ctx, operations.memory_remember, project, fields)
 
     @server.tool(annotations=READ_ONLY)
     async def memory_search(
@@ -285,25 +291,23 @@ def _tools(server: MemoryHubMCP) -> None:  # noqa: C901 — one nested function 
         With session_id, meow's 5 + 5: the best five whatever the session has seen, then only
         memories it has not seen yet (injected or found earlier). Results come oldest first:
         when two conflict, the newest wins."""
-        return _result(
-            await server.call(
-                ctx,
-                operations.memory_search,
-                project,
-                query=query,
-                k=k,
-                kinds=kind,
-                statuses=status,
-                days=days,
-                session_id=session_id,
-                content_max=content_max,
-            )
+        return await server.answer(
+            ctx,
+            operations.memory_search,
+            project,
+            query=query,
+            k=k,
+            kinds=kind,
+            statuses=status,
+            days=days,
+            session_id=session_id,
+            content_max=content_max,
         )
 
     @server.tool(annotations=READ_ONLY)
     async def memory_read(ctx: Context, id: MemoryId, project: Project = None) -> CallToolResult:
         """One memory whole: content, keywords, importance, status, provenance, timestamps."""
-        return _result(await server.call(ctx, operations.memory_read, project, id))
+        return await server.answer(ctx, operations.memory_read, project, id)
 
     @server.tool(annotations=EDITING)
     async def memory_update(
@@ -344,17 +348,15 @@ def _tools(server: MemoryHubMCP) -> None:  # noqa: C901 — one nested function 
             "subcategory": subcategory,
             "goal": goal,
         }
-        return _result(
-            await server.call(
-                ctx,
-                operations.memory_update,
-                project,
-                id,
-                changes,
-                status=status,
-                reason=reason,
-                superseded_by=superseded_by,
-            )
+        return await server.answer(
+            ctx,
+            operations.memory_update,
+            project,
+            id,
+            changes,
+            status=status,
+            reason=reason,
+            superseded_by=superseded_by,
         )
 
     @server.tool(annotations=READ_ONLY)
@@ -381,16 +383,14 @@ def _tools(server: MemoryHubMCP) -> None:  # noqa: C901 — one nested function 
     ) -> CallToolResult:
         """Memories most like this one (cosine over meow-memory's bigram term frequencies), to
         find duplicates and contradictions; you decide what to merge or retire."""
-        return _result(
-            await server.call(
-                ctx,
-                operations.memory_find_similar,
-                project,
-                id,
-                k=k,
-                session_id=session_id,
-                content_max=content_max,
-            )
+        return await server.answer(
+            ctx,
+            operations.memory_find_similar,
+            project,
+            id,
+            k=k,
+            session_id=session_id,
+            content_max=content_max,
         )
 
     @server.tool(annotations=ADDITIVE)
@@ -405,7 +405,7 @@ def _tools(server: MemoryHubMCP) -> None:  # noqa: C901 — one nested function 
         """Queue a dream now (meow-memory's memory_dream): a consolidation run on the worker
         that tidies what a session touched (stale todos, contradictions, near-duplicates),
         whatever the idle time and quiet hours. Maintainers only, as in the REST API."""
-        return _result(await server.call(ctx, operations.memory_dream, project, session_id))
+        return await server.answer(ctx, operations.memory_dream, project, session_id)
 
     @server.tool(annotations=ADDITIVE)
     async def session_append(
@@ -430,16 +430,14 @@ def _tools(server: MemoryHubMCP) -> None:  # noqa: C901 — one nested function 
         """Keep your transcript on the server: append messages or records to your session
         (created on first use). Secrets are redacted on the way in; the pipeline learns
         memories from the transcript later. All or nothing."""
-        return _result(
-            await server.call(
-                ctx,
-                operations.session_append,
-                project,
-                session_id,
-                records=records,
-                messages=messages,
-                title=title,
-            )
+        return await server.answer(
+            ctx,
+            operations.session_append,
+            project,
+            session_id,
+            records=records,
+            messages=messages,
+            title=title,
         )
 
     @server.tool(annotations=READ_ONLY)
@@ -450,7 +448,7 @@ def _tools(server: MemoryHubMCP) -> None:  # noqa: C901 — one nested function 
     ) -> CallToolResult:
         """The messages to continue a session from: from its last compaction on, dangling tool
         calls cut and large tool results trimmed (the same bytes every time)."""
-        return _result(await server.call(ctx, operations.session_resume, project, session_id))
+        return await server.answer(ctx, operations.session_resume, project, session_id)
 
 
 def _resources(server: MemoryHubMCP) -> None:

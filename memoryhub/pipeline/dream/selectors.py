@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import uuid
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -16,19 +14,13 @@ from memoryhub.pipeline.conf import pipeline_config
 from memoryhub.pipeline.dream.schedule import suppression
 from memoryhub.pipeline.models import Job
 from memoryhub.sessions.models import AgentSession
+from memoryhub.sessions.selectors import session_by_ref
 from projects.models import Project
 
 
 def window_get(*, project: Project, ref: str) -> AgentSession:
     """A session of the project by its public id or external id (for the command)."""
-    qs = AgentSession.objects.filter(project=project)
-    session = None
-    with contextlib.suppress(ValueError):  # not a UUID: an external id
-        session = qs.filter(public_id=uuid.UUID(ref)).first()
-    session = session or qs.filter(external_id=ref).first()
-    if session is None:
-        raise Http404("Session not found.")
-    return session
+    return session_by_ref(project=project, ref=ref)
 
 
 def latest_window(*, project: Project) -> AgentSession:

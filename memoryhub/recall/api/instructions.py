@@ -7,8 +7,6 @@ project, viewers included, since it only changes what that user's agents are tol
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -16,24 +14,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of, user_of
-from memoryhub.core.api import Pagination, paginated_response
+from memoryhub.core.api import PageParams, Pagination, paginated_response
 from memoryhub.recall import instructions, selectors, services
+from memoryhub.recall.api import stored_path
 from memoryhub.recall.api.serializers import BulkWriteResultSerializer
-from memoryhub.recall.models import InstructionFile, normalize_path
+from memoryhub.recall.models import InstructionFile
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access
 
 
 def _access(request: Request, slug: str, role: Role = Role.VIEWER) -> ProjectAccess:
     return project_access(slug=slug, actor=actor_of(request), min_role=role)
-
-
-def _stored_path(path: str) -> str:
-    """The stored form of a path from the URL; a path that cannot be stored is not found."""
-    try:
-        return normalize_path(path)
-    except ValidationError:
-        raise Http404("Instruction file not found.") from None
 
 
 class InstructionFileSummarySerializer(serializers.Serializer):
@@ -76,9 +67,8 @@ class InstructionsResolvedApi(APIView):
 class InstructionFileListApi(APIView):
     pagination_class = Pagination  # documents the {count, next, previous, results} page
 
-    class InstructionFileListParams(serializers.Serializer):
-        limit = serializers.IntegerField(required=False, min_value=1)
-        offset = serializers.IntegerField(required=False, min_value=0)
+    class InstructionFileListParams(PageParams):
+        """Only the page: the list has no filters."""
 
     @extend_schema(
         operation_id="instruction_files_list",
@@ -95,7 +85,8 @@ class InstructionFileDetailApi(APIView):
     @extend_schema(operation_id="instruction_files_get", responses=InstructionFileSerializer)
     def get(self, request: Request, slug: str, path: str) -> Response:
         file = selectors.instruction_file_get(
-            access=_access(request, slug), path=_stored_path(path)
+            access=_access(request, slug),
+            path=stored_path(path, missing="Instruction file not found."),
         )
         return Response(InstructionFileSerializer(file).data)
 
@@ -123,7 +114,9 @@ class InstructionFileDetailApi(APIView):
     @extend_schema(operation_id="instruction_files_delete", responses={204: None})
     def delete(self, request: Request, slug: str, path: str) -> Response:
         access = _access(request, slug, Role.MEMBER)
-        file = selectors.instruction_file_get(access=access, path=_stored_path(path))
+        file = selectors.instruction_file_get(
+            access=access, path=stored_path(path, missing="Instruction file not found.")
+        )
         services.instruction_file_delete(file=file, actor=access.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
 

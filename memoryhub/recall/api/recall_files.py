@@ -8,7 +8,7 @@ files are written by members (role member and up).
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -17,11 +17,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.core.api import Pagination, paginated_response
+from memoryhub.core.api import PageParams, Pagination, paginated_response
 from memoryhub.memories.kinds import Scope
 from memoryhub.recall import selectors, services
+from memoryhub.recall.api import stored_path
 from memoryhub.recall.api.serializers import BulkWriteResultSerializer
-from memoryhub.recall.models import RecallFile, normalize_path
+from memoryhub.recall.models import RecallFile
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access
 
@@ -45,13 +46,6 @@ def _require_write(access: ProjectAccess, scope: str) -> None:
         )
 
 
-def _stored_path(path: str) -> str:
-    try:
-        return normalize_path(path)
-    except ValidationError:
-        raise Http404("Recall file not found.") from None
-
-
 class RecallFileSummarySerializer(serializers.Serializer):
     scope = serializers.CharField()
     path = serializers.CharField()
@@ -73,10 +67,8 @@ class RecallFileSerializer(RecallFileSummarySerializer):
 class RecallFileListApi(APIView):
     pagination_class = Pagination  # documents the {count, next, previous, results} page
 
-    class RecallFileListParams(serializers.Serializer):
+    class RecallFileListParams(PageParams):
         scope = serializers.ChoiceField(choices=Scope.choices, required=False)
-        limit = serializers.IntegerField(required=False, min_value=1)
-        offset = serializers.IntegerField(required=False, min_value=0)
 
     @extend_schema(
         operation_id="recall_files_list",
@@ -109,7 +101,9 @@ class RecallFileDetailApi(APIView):
     )
     def get(self, request: Request, slug: str, scope: str, path: str) -> Response:
         access = _access(request, slug, scope)
-        file = selectors.recall_file_get(access=access, scope=scope, path=_stored_path(path))
+        file = selectors.recall_file_get(
+            access=access, scope=scope, path=stored_path(path, missing="Recall file not found.")
+        )
         return Response(RecallFileSerializer(file).data)
 
     @extend_schema(
@@ -142,7 +136,9 @@ class RecallFileDetailApi(APIView):
     def delete(self, request: Request, slug: str, scope: str, path: str) -> Response:
         access = _access(request, slug, scope)
         _require_write(access, scope)
-        file = selectors.recall_file_get(access=access, scope=scope, path=_stored_path(path))
+        file = selectors.recall_file_get(
+            access=access, scope=scope, path=stored_path(path, missing="Recall file not found.")
+        )
         services.recall_file_delete(file=file, actor=access.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
