@@ -52,6 +52,12 @@ def project_access(*, slug: str, actor: Actor, min_role: Role = Role.VIEWER) -> 
     return ProjectAccess(project=membership.project, role=role, actor=actor)
 
 
+def project_by_slug(*, slug: str) -> Project | None:
+    """The project named `slug`, for operators' commands (they act as the system: no access
+    check, so never call it with a slug from a request)."""
+    return Project.objects.filter(slug=slug).first()
+
+
 def project_exists(*, slug: str) -> bool:
     """For set-up commands only: requests go through project_access."""
     return Project.objects.filter(slug=slug).exists()

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from memoryhub.llm import providers, selectors, services
 from memoryhub.llm.config import OFFLINE, ROLES, ResolvedConfig, resolve_config
@@ -217,6 +217,16 @@ def _problem(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _checked[T](result: LlmResult, validate: Callable[[Any], T]) -> tuple[T | None, str | None]:
+    """(the validated answer, None), or (None, what is wrong), logged on the call."""
+    try:
+        return validate(extract_json(result.text)), None
+    except INVALID as exc:
+        problem = _problem(exc)
+    services.llm_call_mark_invalid(call_id=result.call_id, error=problem)
+    return None, problem
+
+
 def complete_json[T](request: LlmRequest, *, validate: Callable[[Any], T]) -> T:
     """complete(), then extract_json() and `validate` (which raises ValueError, TypeError or
     KeyError with a message for a wrong shape) on the answer.
@@ -227,11 +237,9 @@ def complete_json[T](request: LlmRequest, *, validate: Callable[[Any], T]) -> T:
     the same again.
     """
     result = complete(request)
-    try:
-        return validate(extract_json(result.text))
-    except INVALID as exc:
-        problem = _problem(exc)
-    services.llm_call_mark_invalid(call_id=result.call_id, error=problem)
+    answer, problem = _checked(result, validate)
+    if problem is None:
+        return cast(T, answer)
     if result.provider == OFFLINE:
         raise LlmInvalidOutput(
             f"{request.purpose}: the offline answer is invalid: {problem}", call_id=result.call_id
@@ -246,11 +254,9 @@ def complete_json[T](request: LlmRequest, *, validate: Callable[[Any], T]) -> T:
         ],
     )
     retry = complete(repair)
-    try:
-        return validate(extract_json(retry.text))
-    except INVALID as exc:
-        problem = _problem(exc)
-    services.llm_call_mark_invalid(call_id=retry.call_id, error=problem)
+    answer, problem = _checked(retry, validate)
+    if problem is None:
+        return cast(T, answer)
     raise LlmInvalidOutput(
         f"{request.purpose}: {retry.provider}/{retry.model} gave invalid JSON twice "
         f"(the second time: {problem}).",

@@ -199,6 +199,27 @@ def artifact_root_listing(*, project: Project) -> list[BankArtifact]:
 # --- writes -----------------------------------------------------------------------------------
 
 
+def _audit(
+    actor: Actor,
+    verb: str,
+    artifact: BankArtifact,
+    *,
+    pk: int | None = None,
+    before: dict[str, object] | None = None,
+    after: dict[str, object] | None = None,
+) -> None:
+    """An artifact's audit row (pk: its id before a delete cleared it)."""
+    audit_record(
+        actor=actor,
+        verb=verb,
+        target_type="artifact",
+        target_id=artifact.pk if pk is None else pk,
+        project=artifact.project,
+        before=before,
+        after=after,
+    )
+
+
 def _state(artifact: BankArtifact) -> dict[str, object]:
     """What the audit trail keeps of a version (the content itself can be large)."""
     return {
@@ -253,14 +274,7 @@ def artifact_put(
         except IntegrityError:
             artifact = BankArtifact.objects.select_for_update().get(project=project, path=path)
         else:
-            audit_record(
-                actor=actor,
-                verb="artifact.created",
-                target_type="artifact",
-                target_id=artifact.pk,
-                project=project,
-                after=_state(artifact),
-            )
+            _audit(actor, "artifact.created", artifact, after=_state(artifact))
             return artifact, True
     if artifact.content_hash == digest:
         return artifact, False
@@ -272,15 +286,7 @@ def artifact_put(
     artifact.updated_by = actor.label
     artifact.full_clean()
     artifact.save(update_fields=["content", "content_hash", "version", "updated_at", "updated_by"])
-    audit_record(
-        actor=actor,
-        verb="artifact.updated",
-        target_type="artifact",
-        target_id=artifact.pk,
-        project=project,
-        before=before,
-        after=_state(artifact),
-    )
+    _audit(actor, "artifact.updated", artifact, before=before, after=_state(artifact))
     return artifact, True
 
 
@@ -298,14 +304,7 @@ def _delete(artifact: BankArtifact, actor: Actor) -> None:
     before = _state(artifact)
     pk = artifact.pk
     artifact.delete()
-    audit_record(
-        actor=actor,
-        verb="artifact.deleted",
-        target_type="artifact",
-        target_id=pk,
-        project=artifact.project,
-        before=before,
-    )
+    _audit(actor, "artifact.deleted", artifact, pk=pk, before=before)
 
 
 ReplaceResult = trees.TreeWriteResult

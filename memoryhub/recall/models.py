@@ -78,15 +78,8 @@ class RecallSeen(models.Model):
         return f"{self.session_id} saw {self.memory_id} ({self.reason})"
 
 
-class InstructionFile(models.Model):
-    """One MEWCODE.md-layer file (seed 000 §1.5).
-
-    Project files (owner NULL) are the project tree: root MEWCODE.md, .mewcode/MEWCODE.md and
-    whatever they @include. A file with an owner is that user's own instruction file (the
-    ~/.mewcode/MEWCODE.md layer): one per user and project, visible only to its owner.
-    """
-
-    USER_FILE_PATH = "MEWCODE.md"
+class ProjectFile(models.Model):
+    """A file of a project's tree, or one person's own (owner): instruction and recall files."""
 
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
     owner = models.ForeignKey(
@@ -99,6 +92,20 @@ class InstructionFile(models.Model):
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    class Meta:
+        abstract = True
+
+
+class InstructionFile(ProjectFile):
+    """One MEWCODE.md-layer file (seed 000 §1.5).
+
+    Project files (owner NULL) are the project tree: root MEWCODE.md, .mewcode/MEWCODE.md and
+    whatever they @include. A file with an owner is that user's own instruction file (the
+    ~/.mewcode/MEWCODE.md layer): one per user and project, visible only to its owner.
+    """
+
+    USER_FILE_PATH = "MEWCODE.md"
 
     class Meta:
         constraints = [
@@ -129,7 +136,7 @@ class InstructionFile(models.Model):
         }
 
 
-class RecallFile(models.Model):
+class RecallFile(ProjectFile):
     """A directory memory: a Claude Code-style .md file with name/description/type frontmatter
     (seed 000 §1.4), user-level (owner only) or project-level.
 
@@ -147,21 +154,10 @@ class RecallFile(models.Model):
     DESCRIPTION_MAX_CHARS = 1000
     INDEX_NAME = "MEMORY.md"  # the directory's index: stored, never a recall candidate
 
-    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=8, choices=Scope.choices)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
-    )
-    path = models.CharField(max_length=PATH_MAX_CHARS, validators=[validate_path])
-    content = models.TextField(blank=True, validators=[validate_file_size])
     name = models.CharField(max_length=NAME_MAX_CHARS, blank=True)
     description = models.CharField(max_length=DESCRIPTION_MAX_CHARS, blank=True)
     type = models.CharField(max_length=10, choices=Type.choices, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
-    updated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
 
     class Meta:
         constraints = [

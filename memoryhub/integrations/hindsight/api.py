@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Count, Max
+from django.db.models import Count
 from django.http import Http404
 from django.utils import timezone
 from rest_framework import serializers
@@ -18,7 +18,6 @@ from memoryhub.integrations.hindsight import answers, banks, conf, selectors, se
 from memoryhub.integrations.hindsight import tags as tagging
 from memoryhub.integrations.hindsight.http import HindsightView, PublicView, valid
 from memoryhub.memories import selectors as memory_selectors
-from memoryhub.pipeline.models import Job
 from memoryhub.sessions import services as session_services
 from memoryhub.sessions.records import parse_timestamp
 from projects.models import Role
@@ -135,39 +134,7 @@ class BankListApi(HindsightView):
 class BankStatsApi(HindsightView):
     def get(self, request: Request, bank_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id)
-        visible = memory_selectors.memory_visible(access=access).filter(
-            status__in=selectors.VALID_STATUSES
-        )
-        by_kind = dict(visible.values_list("kind").annotate(n=Count("id")).values_list("kind", "n"))
-        by_type = dict.fromkeys(selectors.TYPE_KINDS, 0)
-        for kind, n in by_kind.items():
-            by_type[selectors.KIND_TYPE.get(kind, "world")] += n
-        jobs = Job.objects.filter(project=access.project)
-        by_status = dict(
-            jobs.values_list("status").annotate(n=Count("id")).values_list("status", "n")
-        )
-        last = jobs.filter(kind=Job.Kind.STAGE2, status=Job.Status.DONE).aggregate(
-            at=Max("finished_at")
-        )["at"]
-        return Response(
-            {
-                "bank_id": bank_id,
-                "total_nodes": sum(by_kind.values()),
-                "total_links": 0,
-                "total_documents": selectors.documents(access=access, q="").count(),
-                "nodes_by_fact_type": by_type,
-                "links_by_link_type": {},
-                "links_by_fact_type": {},
-                "links_breakdown": {},
-                "pending_operations": sum(
-                    by_status.get(s, 0)
-                    for s in (Job.Status.PENDING, Job.Status.RUNNING, Job.Status.ERROR)
-                ),
-                "failed_operations": by_status.get(Job.Status.FAILED, 0),
-                "last_consolidated_at": selectors.iso(last),
-                "total_observations": by_type["observation"],
-            }
-        )
+        return Response({"bank_id": bank_id} | selectors.bank_statistics(access=access))
 
 
 # --- retain, recall, reflect ------------------------------------------------------------------

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Max, QuerySet
 from django.http import Http404
 
 from memoryhub.core.models import AuditEvent
@@ -388,4 +388,33 @@ def _refresh_status(access: ProjectAccess, op: str, millis: int, model_id: str) 
         "created_at": iso(requested),
         "completed_at": iso(event.created_at) if event else None,
         "error_message": (event.after or {}).get("error") if event and status == "failed" else None,
+    }
+
+
+def bank_statistics(*, access: ProjectAccess) -> dict[str, Any]:
+    """Hindsight's bank stats over what the caller may see, and the project's pipeline jobs."""
+    visible = memory_selectors.memory_visible(access=access).filter(status__in=VALID_STATUSES)
+    by_kind = dict(visible.values_list("kind").annotate(n=Count("id")).values_list("kind", "n"))
+    by_type = dict.fromkeys(TYPE_KINDS, 0)
+    for kind, n in by_kind.items():
+        by_type[KIND_TYPE.get(kind, "world")] += n
+    jobs = Job.objects.filter(project=access.project)
+    by_status = dict(jobs.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    last = jobs.filter(kind=Job.Kind.STAGE2, status=Job.Status.DONE).aggregate(
+        at=Max("finished_at")
+    )["at"]
+    return {
+        "total_nodes": sum(by_kind.values()),
+        "total_links": 0,
+        "total_documents": documents(access=access, q="").count(),
+        "nodes_by_fact_type": by_type,
+        "links_by_link_type": {},
+        "links_by_fact_type": {},
+        "links_breakdown": {},
+        "pending_operations": sum(
+            by_status.get(s, 0) for s in (Job.Status.PENDING, Job.Status.RUNNING, Job.Status.ERROR)
+        ),
+        "failed_operations": by_status.get(Job.Status.FAILED, 0),
+        "last_consolidated_at": iso(last),  # Hindsight's field: our last stage 2
+        "total_observations": by_type["observation"],
     }

@@ -3,10 +3,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
 from memoryhub.backups import selectors
-from projects.models import Project
+from projects.commands import project_for_command
 
 
 class Command(BaseCommand):
@@ -17,9 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("file")
 
     def handle(self, *args: Any, slug: str, file: str, **options: Any) -> None:
-        project = Project.objects.filter(slug=slug).first()
-        if project is None:
-            raise CommandError(f"No project {slug!r}.")
+        project = project_for_command(slug)
         if file == "-":
             for chunk in selectors.backup_gzip_chunks(project=project):
                 self.stdout.buffer.write(chunk)  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.actors import Actor
-from accounts.models import User
+from accounts.selectors import user_get
 from memoryhub.backups import services
 from memoryhub.core.exceptions import ApplicationError
 
@@ -20,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--owner", required=True, help="username of the new project's owner")
 
     def handle(self, *args: Any, file: str, slug: str, owner: str, **options: Any) -> None:
-        user = User.objects.filter(username=owner).first()
+        user = user_get(username=owner)
         if user is None:
             raise CommandError(f"No user {owner!r}.")
         try:

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
 from memoryhub.memories.services import memory_reindex
-from projects.models import Project
+from projects.commands import project_for_command
 
 
 class Command(BaseCommand):
@@ -15,9 +15,5 @@ class Command(BaseCommand):
         parser.add_argument("--project", help="project slug (default: every project)")
 
     def handle(self, *args: Any, **options: Any) -> str:
-        project = None
-        if options["project"]:
-            project = Project.objects.filter(slug=options["project"]).first()
-            if project is None:
-                raise CommandError(f"No project {options['project']!r}.")
+        project = project_for_command(options["project"]) if options["project"] else None
         return f"Reindexed {memory_reindex(project=project)} memories."

@@ -8,7 +8,7 @@ from django.http import Http404
 from accounts.actors import Actor
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.pipeline.dream import runner, schedule, selectors
-from memoryhub.pipeline.management.commands._bank import project_by_slug
+from projects.commands import project_for_command
 
 
 class Command(BaseCommand):
@@ -23,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--now", action="store_true", help="run here instead of a worker")
 
     def handle(self, *args: Any, **options: Any) -> str:
-        project = project_by_slug(options["slug"])
+        project = project_for_command(options["slug"])
         try:
             session = (
                 selectors.window_get(project=project, ref=options["session"])

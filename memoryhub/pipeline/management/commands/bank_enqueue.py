@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from accounts.actors import Actor
 from memoryhub.pipeline import services
-from memoryhub.pipeline.management.commands._bank import project_by_slug
+from projects.commands import project_for_command
 
 
 class Command(BaseCommand):
@@ -16,6 +16,6 @@ class Command(BaseCommand):
         parser.add_argument("slug")
 
     def handle(self, *args: Any, **options: Any) -> str:
-        project = project_by_slug(options["slug"])
+        project = project_for_command(options["slug"])
         sent = services.bank_enqueue(project=project, actor=Actor.for_system("cli"))
         return f"Enqueued {sent['stage1']} extraction(s) and {sent['stage2']} stage 2."

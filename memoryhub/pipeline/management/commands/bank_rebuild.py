@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from accounts.actors import Actor
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.pipeline import services
-from memoryhub.pipeline.management.commands._bank import project_by_slug
+from projects.commands import project_for_command
 
 
 class Command(BaseCommand):
@@ -21,7 +21,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> str:
         try:
             job = services.bank_rebuild_start(
-                project=project_by_slug(options["slug"]),
+                project=project_for_command(options["slug"]),
                 actor=Actor.for_system("cli"),
                 confirm=options["confirm"],
             )

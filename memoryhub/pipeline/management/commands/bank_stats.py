@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from memoryhub.pipeline import selectors
-from memoryhub.pipeline.management.commands._bank import project_by_slug
+from projects.commands import project_for_command
 
 
 class Command(BaseCommand):
@@ -16,4 +16,6 @@ class Command(BaseCommand):
         parser.add_argument("slug")
 
     def handle(self, *args: Any, **options: Any) -> str:
-        return json.dumps(selectors.bank_stats(project=project_by_slug(options["slug"])), indent=2)
+        return json.dumps(
+            selectors.bank_stats(project=project_for_command(options["slug"])), indent=2
+        )
