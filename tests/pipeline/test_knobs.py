@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -154,6 +155,13 @@ class InThread:
         return self.outcome
 
 
+@pytest.fixture
+def threaded_llm(transactional_db: None, fake_llm: FakeLlm, settings: Any) -> FakeLlm:
+    """The fake LLM, no retries, for runs on their own threads (which see committed rows)."""
+    fake_llm.configure(settings, max_retries=0)
+    return fake_llm
+
+
 def lease_of(job_id: int) -> timedelta:
     job = Job.objects.get(pk=job_id)
     assert job.status == Job.Status.RUNNING and job.lease_until and job.heartbeat_at
@@ -161,13 +169,9 @@ def lease_of(job_id: int) -> timedelta:
 
 
 def test_stage1_lease_seconds(
-    transactional_db: None,
-    alice_client: APIClient,
-    project: Project,
-    fake_llm: FakeLlm,
-    settings: Any,
+    alice_client: APIClient, project: Project, threaded_llm: FakeLlm
 ) -> None:
-    fake_llm.configure(settings, max_retries=0)
+    fake_llm = threaded_llm
     knobs(alice_client, project, stage1_lease_seconds=900)  # default 120
     sessions(alice_client, 1)
     (job_id,) = services.stage1_enqueue_due(project=project)
@@ -188,13 +192,9 @@ def test_stage1_lease_seconds(
 
 
 def test_stage2_lease_and_heartbeat_seconds(
-    transactional_db: None,
-    alice_client: APIClient,
-    project: Project,
-    fake_llm: FakeLlm,
-    settings: Any,
+    alice_client: APIClient, project: Project, threaded_llm: FakeLlm
 ) -> None:
-    fake_llm.configure(settings, max_retries=0)
+    fake_llm = threaded_llm
     knobs(alice_client, project, stage2_lease_seconds=90, stage2_heartbeat_seconds=1)
     session = AgentSession.objects.get(external_id=sessions(alice_client, 1)[0])
     Stage1Output.objects.create(session=session, project=project, raw_memory="raw")
