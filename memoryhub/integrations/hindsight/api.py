@@ -131,7 +131,7 @@ class BankListApi(HindsightView):
         )
 
 
-class BankStatsApi(HindsightView):
+class BankStatisticsApi(HindsightView):
     def get(self, request: Request, bank_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id)
         return Response({"bank_id": bank_id} | selectors.bank_statistics(access=access))
