@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memoryhub.memories.services import EDITABLE_FIELDS
+
 _WORDS = re.compile(r"\s+|[\w\u3400-\u9fff]+|[^\w\s]", re.UNICODE)
 # Field order in the history; anything else (e.g. merged_from) follows.
 FIELD_ORDER = (
@@ -17,14 +19,7 @@ FIELD_ORDER = (
     "merged_from",
     "scope",
     "owner",
-    "kind",
-    "subcategory",
-    "goal",
-    "title",
-    "content",
-    "keywords",
-    "importance",
-    "metadata",
+    *EDITABLE_FIELDS,
 )
 TEXT_FIELDS = {"title", "content", "goal", "status_reason"}
 
