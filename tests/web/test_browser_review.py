@@ -69,6 +69,8 @@ def test_a_maintainer_reviews_pipeline_output_with_the_keyboard(
     content.fill("Edited in review: never force-push to main.")
     page.locator(f"#{second_id}").get_by_role("button", name="Save and approve").click()
     expect(page.locator(f"#{second_id}")).to_contain_text("Edited and approved.")
+    # Let htmx finish swapping it in: focusing it mid-swap would focus the element being replaced.
+    expect(page.locator(f"#{second_id}")).not_to_have_class(re.compile("htmx-"))
 
     # j/k move; r focuses the reason, Enter rejects.
     page.locator(f"#{third_id}").focus()
