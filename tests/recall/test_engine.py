@@ -168,7 +168,7 @@ def test_a_teammates_scores_do_not_depend_on_anothers_private_memories(
 
 @pytest.mark.skipif(
     not os.environ.get("DATABASE_URL", "").startswith("postgres"),
-    reason="two server processes on one database: PostgreSQL (CI runs it)",
+    reason="needs a database server several processes share; the SQLite test database is in memory",
 )
 @pytest.mark.django_db(transaction=True)
 def test_writes_through_one_process_are_read_through_another(alice: User, project: Project) -> None:
