@@ -112,20 +112,24 @@ class BankIndex:
     n_postings: int = 0
     _stats: dict[int | None, Stats] = field(default_factory=dict)
     _by_session: dict[int, np.ndarray] | None = None
-    # Per-slot columns (numpy arrays of capacity ≥ size), see _COLUMNS.
-    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    length: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    importance: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))
-    created: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    updated: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    status: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    subcategory: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    project_scope: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_))
-    owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    session: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    alive: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_))
+    # Per-slot columns (numpy arrays of capacity ≥ size); their dtypes are in _COLUMNS.
+    ids: np.ndarray = field(init=False)
+    length: np.ndarray = field(init=False)
+    importance: np.ndarray = field(init=False)
+    created: np.ndarray = field(init=False)
+    updated: np.ndarray = field(init=False)
+    status: np.ndarray = field(init=False)
+    kind: np.ndarray = field(init=False)
+    subcategory: np.ndarray = field(init=False)
+    project_scope: np.ndarray = field(init=False)
+    owner: np.ndarray = field(init=False)
+    session: np.ndarray = field(init=False)
+    order: np.ndarray = field(init=False)
+    alive: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        for name, dtype in _COLUMNS:
+            setattr(self, name, np.zeros(0, dtype))
 
     # --- reads ---------------------------------------------------------------------------------
 
