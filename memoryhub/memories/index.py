@@ -1,11 +1,13 @@
-"""Reads of the bank's inverted index (MemoryTerm; the services write it): bank statistics,
-document frequencies, and the best memories for a weighted query, ranked on the postings alone.
+"""Reads of the bank's inverted index (MemoryTerm; the services write it) in SQL: bank
+statistics, document frequencies, and the best memories for a weighted query, ranked on the
+postings alone. Search and recall rank over each process's in-memory copy instead
+(memoryhub.recall.engine); this SQL path serves the memory services, whose writes must see
+their own transaction (memory_remember's near-duplicate candidates).
 
-Cost model (bench/recall_scale.py): at 100k memories a typical question shares a term with
-thousands of memories, and ranking every one of them in SQL is what costs, not finding them.
-So ranking reads only postings (each carries its memory's length; index-only scans, no join),
-and the query's common terms only generate candidates when a bound says a memory found by
-them alone could make the cut (top_memories: MaxScore-style; exact up to FULL_RANK_POSTINGS).
+Cost model: ranking reads only postings (each carries its memory's length; index-only scans,
+no join), and the query's common terms only generate candidates when a bound says a memory
+found by them alone could make the cut (top_memories: MaxScore-style; exact up to
+FULL_RANK_POSTINGS, or always with max_postings=None).
 """
 
 from __future__ import annotations
@@ -183,12 +185,3 @@ def _partial_scores(
         .values_list("memory_id", "score")[:limit]
     )
     return dict(rows)
-
-
-def memory_ids_with_terms(project_id: int, terms: Sequence[str]) -> list[int]:
-    """Every memory sharing a term with `terms` (callers bound the count by df first)."""
-    return list(
-        MemoryTerm.objects.filter(project_id=project_id, term__in=list(terms))
-        .values_list("memory_id", flat=True)
-        .distinct()
-    )
