@@ -20,6 +20,7 @@ from memoryhub.llm.errors import LlmTimeout, LlmUnavailable
 
 if TYPE_CHECKING:
     from memoryhub.embeddings.minilm import MiniLM
+    from projects.models import Project
 
 # One BLAS thread per process unless the operator sets it: web and worker processes already run
 # side by side, and OpenBLAS threads that spin for a busy core made a query's encoding 20×
@@ -42,7 +43,11 @@ class EmbeddingUnavailable(EmbeddingError):
 class Encoder(Protocol):
     key: str  # "<provider>:<model>": rows of another key are never compared with these
 
-    def encode(self, texts: list[str]) -> Any: ...  # (n, dims) float32, L2-normalised
+    # (n, dims) float32, L2-normalised. `project` and `purpose` go to the LLM call log and
+    # budget when the encoder calls a paid endpoint; a local model ignores them.
+    def encode(
+        self, texts: list[str], *, project: Project | None = None, purpose: str = "embed"
+    ) -> Any: ...
 
 
 def _normalised(rows: Any) -> Any:
@@ -73,7 +78,9 @@ class LocalEncoder:
                     raise EmbeddingError(f"cannot load the local model: {exc}") from exc
             return self._model
 
-    def encode(self, texts: list[str]) -> Any:
+    def encode(
+        self, texts: list[str], *, project: Project | None = None, purpose: str = "embed"
+    ) -> Any:
         return self.model().encode(texts)
 
 
@@ -82,19 +89,21 @@ class OpenAIEncoder:
         self.key = f"openai:{model}"
         self.model = model
 
-    def encode(self, texts: list[str]) -> Any:
-        from memoryhub.llm import providers
-        from memoryhub.llm.config import resolve_config
+    def encode(
+        self, texts: list[str], *, project: Project | None = None, purpose: str = "embed"
+    ) -> Any:
+        from memoryhub.llm import client
         from memoryhub.llm.errors import LlmError
 
-        # The server's own LLM destination and key (settings.py requires LLM_PROVIDER=openai):
-        # project overrides never redirect embeddings, so every vector of a key is comparable.
-        config = resolve_config(None)
+        # Through the LLM client: the server's destination and key (settings.py requires
+        # LLM_PROVIDER=openai), one call-log row per batch, the project's token budget.
         rows: list[list[float]] = []
         try:
             for start in range(0, len(texts), OPENAI_BATCH):
                 batch = texts[start : start + OPENAI_BATCH]
-                rows += providers.openai_embed(config, model=self.model, texts=batch)
+                rows += client.embed(
+                    purpose=purpose, model=self.model, texts=batch, project=project
+                )
         except (LlmUnavailable, LlmTimeout) as exc:
             raise EmbeddingUnavailable(str(exc)) from exc
         except LlmError as exc:

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from memoryhub.embeddings import providers, selectors
+
+if TYPE_CHECKING:
+    from projects.models import Project
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +38,11 @@ def rescore_depth(*, project_id: int, weight: float) -> int:
 
 
 def rescore(
-    *, query_text: str, scored: Sequence[tuple[int, float]], weight: float
+    *,
+    query_text: str,
+    scored: Sequence[tuple[int, float]],
+    weight: float,
+    project: Project | None = None,
 ) -> list[tuple[int, float]]:
     """(memory id, score) best first → the same ids re-scored, best first (ties keep the input
     order). Only the first RESCORE_DEPTH take part; the rest follow, below them, unchanged.
@@ -49,7 +57,7 @@ def rescore(
         stored = selectors.memory_vectors(memory_ids=[i for i, _ in head], model=encoder.key)
         if not stored:
             return list(scored)
-        query = encoder.encode([query_text])[0]
+        query = encoder.encode([query_text], project=project, purpose="embed_query")[0]
         cos: dict[int, float] = {}
         for memory_id, blob in stored.items():
             vector = np.frombuffer(blob, dtype="<f4")

@@ -51,17 +51,33 @@ def embeddings_ensure(*, memory_ids: Sequence[int]) -> EnsureResult:
     )
     if not due:
         return EnsureResult()
-    # No transaction around the encoding: a remote call must not hold row locks.
-    try:
-        vectors = encoder.encode([embedding_text(m) for m in due])
-    except providers.EmbeddingError as exc:
-        message = str(exc)[:1000] or type(exc).__name__
-        logger.warning("Embedding %d memories with %s failed: %s", len(due), encoder.key, message)
-        _store(encoder.key, due, None, message)
-        if isinstance(exc, providers.EmbeddingUnavailable):
-            raise
-        return EnsureResult(failed=len(due), error=message)
-    return EnsureResult(embedded=_store(encoder.key, due, vectors, ""))
+    result = EnsureResult()
+    by_project: dict[int, list[Memory]] = {}
+    for memory in due:
+        by_project.setdefault(memory.project_id, []).append(memory)
+    projects = Project.objects.in_bulk(list(by_project))
+    # Per project: each one's calls are logged and budgeted as its own.
+    for project_id, memories in by_project.items():
+        # No transaction around the encoding: a remote call must not hold row locks.
+        try:
+            vectors = encoder.encode(
+                [embedding_text(m) for m in memories],
+                project=projects.get(project_id),
+                purpose="embed_memories",
+            )
+        except providers.EmbeddingError as exc:
+            message = str(exc)[:1000] or type(exc).__name__
+            logger.warning(
+                "Embedding %d memories with %s failed: %s", len(memories), encoder.key, message
+            )
+            _store(encoder.key, memories, None, message)
+            if isinstance(exc, providers.EmbeddingUnavailable):
+                raise
+            result.failed += len(memories)
+            result.error = message
+            continue
+        result.embedded += _store(encoder.key, memories, vectors, "")
+    return result
 
 
 @transaction.atomic

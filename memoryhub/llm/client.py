@@ -43,6 +43,7 @@ __all__ = [
     "ResolvedConfig",
     "complete",
     "complete_json",
+    "embed",
     "extract_json",
     "resolve_config",
 ]
@@ -188,6 +189,50 @@ def complete(request: LlmRequest) -> LlmResult:
         tokens_out=reply.tokens_out,
         call_id=call.pk,
     )
+
+
+def embed(
+    *, purpose: str, model: str, texts: list[str], project: Project | None
+) -> list[list[float]]:
+    """Vectors for `texts` from the server's OpenAI-compatible embeddings endpoint (the
+    embedding re-scorer's `openai` provider), one per text, in order.
+
+    As complete(): one call-log row per call whatever its outcome, and a project's daily token
+    budget is checked first (LlmBudgetExhausted, nothing sent), so embeddings show in the
+    usage page and count against the same budget. The destination and key are always the
+    server's — project overrides never redirect embeddings, so every vector of a model stays
+    comparable — but the budget is the project's own.
+    """
+    request = LlmRequest(
+        purpose=purpose,
+        messages=[{"role": "user", "content": ""}],  # unused: the call log needs purpose/role
+        offline=str,
+        project=project,
+    )
+    config = replace(resolve_config(None), model=model)
+    if project is not None:
+        try:
+            budget = resolve_config(project).daily_token_budget
+        except LlmMisconfigured:
+            budget = config.daily_token_budget
+        used = selectors.llm_tokens_used_today(project=project)
+        if selectors.over_budget(config=replace(config, daily_token_budget=budget), used=used):
+            raise _fail(
+                request,
+                config,
+                LlmBudgetExhausted(
+                    f'Project "{project.slug}": daily token budget of {budget} exhausted '
+                    f"({used} used today); resets at 00:00 UTC."
+                ),
+                None,
+            )
+    started = time.monotonic()
+    try:
+        vectors, tokens = providers.openai_embed(config, model=model, texts=texts)
+    except LlmError as exc:
+        raise _fail(request, config, exc, started) from None
+    _record(request, config, LlmCall.Outcome.OK, started=started, tokens=(tokens, 0))
+    return vectors
 
 
 def extract_json(text: str) -> Any:

@@ -137,9 +137,12 @@ def _openai(config: ResolvedConfig, messages: Messages, max_tokens: int) -> Prov
     return ProviderReply(text, usage.prompt_tokens, usage.completion_tokens)
 
 
-def openai_embed(config: ResolvedConfig, *, model: str, texts: list[str]) -> list[list[float]]:
+def openai_embed(
+    config: ResolvedConfig, *, model: str, texts: list[str]
+) -> tuple[list[list[float]], int]:
     """One call of an OpenAI-compatible /embeddings endpoint (the embedding re-scorer's
-    `openai` provider): one vector per text, in input order; errors as for completions."""
+    `openai` provider): one vector per text, in input order, and the prompt tokens the
+    endpoint counted (0 when it does not say); errors as for completions."""
     import openai
 
     client = _openai_client(config.base_url, config.api_key, config.max_retries)
@@ -148,7 +151,9 @@ def openai_embed(config: ResolvedConfig, *, model: str, texts: list[str]) -> lis
     data = sorted(reply.data or [], key=lambda item: item.index)
     if len(data) != len(texts):
         raise LlmError(f"{_where(config)} returned {len(data)} embeddings for {len(texts)} texts.")
-    return [list(item.embedding) for item in data]
+    usage = getattr(reply, "usage", None)
+    tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    return [list(item.embedding) for item in data], tokens
 
 
 def _anthropic(config: ResolvedConfig, messages: Messages, max_tokens: int) -> ProviderReply:

@@ -31,6 +31,7 @@ from memoryhub.recall import engine, scoring, selectors, services, signals
 from memoryhub.recall.conf import RecallConfig, recall_config
 from memoryhub.recall.models import RecallSeen
 from memoryhub.sessions.models import AgentSession
+from projects.models import Project
 from projects.selectors import ProjectAccess
 
 QUERY_MAX_TERMS = 64
@@ -249,17 +250,20 @@ def rank(
     # Ties: insertion order, earlier first (the LoCoMo-R protocol's rule too).
     pool.sort(key=lambda r: (-round(r.score, 9), r.created_at, r.memory_id))
     if dense:
-        pool = _rescored(query, config, pool)
+        pool = _rescored(query, config, pool, access.project)
     return Ranking(terms=terms, n_docs=stats.n_docs, avgdl=stats.avgdl, best_raw=best, ranked=pool)
 
 
-def _rescored(query: SearchQuery, config: RecallConfig, pool: list[Ranked]) -> list[Ranked]:
+def _rescored(
+    query: SearchQuery, config: RecallConfig, pool: list[Ranked], project: Project
+) -> list[Ranked]:
     """Last: the embedding re-scorer over the final lexical scores (memoryhub.embeddings)."""
     by_id = {r.memory_id: r for r in pool}
     fused = rescore.rescore(
         query_text=query.text,
         scored=[(r.memory_id, r.score) for r in pool],
         weight=config.embedding_weight,
+        project=project,
     )
     return [replace(by_id[i], score=score) for i, score in fused]
 

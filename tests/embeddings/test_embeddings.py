@@ -216,3 +216,37 @@ def test_a_rebuild_sends_every_memory_without_a_vector_to_the_worker(
     count = Memory.objects.filter(project=project).count()
     assert count > 0 and detail["embeddings_queued"] == count
     assert sends  # the rebuild's own sends (on commit), besides the re-extraction's
+
+
+def test_embedding_calls_are_logged_and_held_to_the_project_budget(
+    alice_client: APIClient, project: Project, fake_llm: FakeLlm, settings: Any
+) -> None:
+    from memoryhub.llm.models import LlmCall
+
+    lexical, dense = _rescoring_bank(alice_client)
+    use_fake_embeddings(fake_llm, settings)
+    settings.LLM_DAILY_TOKEN_BUDGET = 19  # the fake server counts one token per text
+
+    assert services.embeddings_backfill(project=project).embedded == 18
+    assert search_ids(alice_client, "deploy staging server")[0] == dense
+    logged = list(LlmCall.objects.filter(project=project).order_by("pk"))
+    assert [(c.purpose, c.model, c.tokens_in, c.outcome) for c in logged] == [
+        ("embed_memories", EMBED_MODEL, 18, "ok"),
+        ("embed_query", EMBED_MODEL, 1, "ok"),
+    ]
+    usage = alice_client.get(PROJECT + "llm/usage/").json()
+    assert (usage["budget_used"], usage["state"]) == (19, "budget_exhausted")
+
+    # Over budget: nothing is sent, search keeps the lexical order, a new memory's row says why.
+    sent = len(fake_llm.requests)
+    assert search_ids(alice_client, "deploy staging server")[0] == lexical
+    add_memory(alice_client, "Rotate the deploy keys monthly.")
+    result = services.embeddings_backfill(project=project)
+    assert (result.embedded, result.failed) == (0, 1)
+    assert "daily token budget of 19 exhausted" in MemoryEmbedding.objects.get(vector=None).error
+    assert len(fake_llm.requests) == sent
+    outcomes = LlmCall.objects.filter(project=project).values_list("purpose", "outcome")
+    assert list(outcomes.order_by("pk"))[2:] == [
+        ("embed_query", "budget_exhausted"),
+        ("embed_memories", "budget_exhausted"),
+    ]
