@@ -14,9 +14,9 @@ from django import forms
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
-from memoryhub.memories.kinds import Scope
 from memoryhub.recall.injection import Profile
 from memoryhub.recall.models import RecallFile
+from memoryhub.web.templatetags.web_tags import ROLES, SCOPES
 from projects.models import Role
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -71,7 +71,7 @@ def file_text_field(label: Any, *, rows: int = 18) -> forms.CharField:
 
 
 class RecallFileForm(forms.Form):
-    scope = forms.ChoiceField(label=_("Scope"), choices=Scope.choices)
+    scope = forms.ChoiceField(label=_("Scope"), choices=list(SCOPES.items()))
     path = forms.CharField(
         label=_("Path"), max_length=500, help_text=_("For example testing.md or ops/deploy.md")
     )
@@ -134,11 +134,11 @@ class ClearForm(ConfirmForm):
 
 class MemberAddForm(forms.Form):
     username = forms.CharField(label=_("Username"), max_length=150)
-    role = forms.ChoiceField(label=_("Role"), choices=Role.choices, initial=Role.MEMBER)
+    role = forms.ChoiceField(label=_("Role"), choices=list(ROLES.items()), initial=Role.MEMBER)
 
 
 class RoleForm(forms.Form):
-    role = forms.ChoiceField(label=_("Role"), choices=Role.choices)
+    role = forms.ChoiceField(label=_("Role"), choices=list(ROLES.items()))
 
 
 class TokenCreateForm(forms.Form):
@@ -269,6 +269,18 @@ FORMAT_LABELS = {
     "claude_code": _("Claude Code memory directory"),
     "meow": _("meow-memory database"),
     "omp": _("oh-my-pi memory root"),
+}
+# What each format's bundle holds (interchange.formats.DESCRIPTIONS, in the page's language).
+FORMAT_FILES = {
+    "mewcode": _(
+        "MEWCODE.md (+ @include), .mewcode/memories.md, .mewcode/memory/*.md, "
+        ".mewcode/sessions/*.jsonl + .meta"
+    ),
+    "claude_code": _("MEMORY.md + typed topic files, CLAUDE.md"),
+    "meow": _(".dsh-meow/memory.db (SQLite)"),
+    "omp": _(
+        "MEMORY.md, memory_summary.md, skills/, raw_memories.md, rollout_summaries/, learned.md"
+    ),
 }
 
 

@@ -99,3 +99,17 @@ def test_language_follows_accept_language_and_the_switch(
     assert 'lang="en"' in english and "Your projects" in english
     client.post(reverse("set_language"), {"language": "zh-hans", "next": "/"})
     assert "你的项目" in client.get("/").content.decode()
+
+
+def test_chinese_pages_name_roles_scopes_and_formats_in_chinese(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    client = web_client(alice)
+    client.post(reverse("set_language"), {"language": "zh-hans", "next": "/"})
+    members = client.get(reverse("web:members", kwargs={"slug": "alpha"})).content.decode()
+    assert ">所有者</span>" in members and ">维护者</option>" in members
+    recall = client.get(reverse("web:recall_file_new", kwargs={"slug": "alpha"})).content.decode()
+    assert "私有：仅所有者可见" in recall
+    assert "visible to its owner only" not in recall
+    interchange = client.get(reverse("web:interchange", kwargs={"slug": "alpha"})).content.decode()
+    assert "按类型划分的主题文件" in interchange and "typed topic files" not in interchange

@@ -39,6 +39,17 @@ KINDS = {
     "topic": _("topic: an ongoing thread with a goal"),
     "rule": _("rule: a design principle"),
 }
+ROLES = {
+    "owner": _("owner"),
+    "maintainer": _("maintainer"),
+    "member": _("member"),
+    "viewer": _("viewer"),
+}
+TOKEN_STATUSES = {
+    "active": _("active"),
+    "revoked": _("revoked"),
+    "expired": _("expired"),
+}
 SCOPES = {
     "project": _("Project: every member sees it"),
     "user": _("Private: only its owner sees it"),
@@ -58,6 +69,16 @@ def kind_label(kind: str) -> Any:
 @register.filter
 def scope_label(scope: str) -> Any:
     return SCOPES.get(scope, scope)
+
+
+@register.filter
+def token_status_label(status: str) -> Any:
+    return TOKEN_STATUSES.get(status, status)
+
+
+@register.filter
+def role_label(role: str) -> Any:
+    return ROLES.get(role, role)
 
 
 @register.filter

@@ -35,7 +35,7 @@ def _exports(access: ProjectAccess) -> list[dict[str, Any]]:
             {
                 "name": name,
                 "label": label,
-                "description": formats.DESCRIPTIONS[name].split(": ", 1)[-1],  # the files
+                "description": forms.FORMAT_FILES[name],
                 "zip": f"{url}?archive=zip",
                 "tar": f"{url}?archive=tar",
             }
