@@ -89,6 +89,7 @@ from memoryhub.pipeline.extractor.scope import (
     prohibition_kind,
     statement_kind,
 )
+from memoryhub.pipeline.extractor.statements import judge_statement
 from memoryhub.sessions.conversation import text_of
 from memoryhub.sessions.records import (
     ASSISTANT,
@@ -663,7 +664,25 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
     if found is not None and _substance(s):
         kind, importance, sub = found
         return draft(kind, "convention", importance, sub)
+
+    # a durable statement recognised by its structure (`statements`)
+    if statement_candidate(s):
+        judged = judge_statement(s)
+        if judged is not None:
+            kind, importance = judged
+            sub = fact_subcategory(s) if kind == Kind.PROJECT.value else ""
+            return draft(kind, "statement", importance, sub)
     return None
+
+
+def statement_candidate(s: str) -> bool:
+    """Can the sentence (fillers stripped) be a statement at all: not a question, a hedge, a
+    conditional, a pasted block, a pointer back at context, or a sentence without substance?"""
+    if not s or _is_question(s) or _HEDGE.search(s) or _CONDITIONAL_START.match(s):
+        return False
+    if len(s) > MAX_CONTENT_CHARS or _is_vague(s, ""):
+        return False
+    return _substance(s)
 
 
 def _last_assistant_text(expanded: Sequence[SourceRecord], position: int) -> tuple[int, str]:
