@@ -79,7 +79,8 @@ def examples(corpus: Path = CORPUS) -> list[dict[str, Any]]:
                         "session": session.name,
                         "durable": bool(planted),
                         "kinds": kinds,
-                        "caught": sentence_rules._classify(sentence, record.index) is not None,
+                        "caught": sentence_rules._classify(sentence, record.index, statements=False)
+                        is not None,
                         "candidate": sentence_rules.statement_candidate(s) and not one_off(s),
                     }
                 )

@@ -108,6 +108,13 @@ _DEPLOY_TOOLS = frozenset(
         *("serverless", "sls", "cap", "firebase", "heroku", "skaffold", "argocd", "kamal"),
     }
 )
+_DEPLOY_VERBS = frozenset(
+    {
+        *("apply", "rollout", "deploy", "upgrade", "install", "rollback", "release", "publish"),
+        *("push", "up", "run", "scale", "set", "replace", "patch", "sync", "launch", "redeploy"),
+    }
+)
+_LOOK_VERBS = frozenset({"ls", "list", "inspect", "logs", "whoami", "env", "dev", "login"})
 _INFRA_TOOLS = frozenset({"terraform", "tofu", "pulumi", "terragrunt", "cdk"})
 _MIGRATE_TOOLS = frozenset({"alembic", "flyway", "goose", "dbmate", "liquibase", "atlas"})
 _PACKAGE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
@@ -350,7 +357,12 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
             return key, "infra"
         return key, None
     if low in _DEPLOY_TOOLS:
-        return key, "deploy" if low_sub not in ("get", "describe", "logs", "status", "ls") else None
+        # Only a verb that changes what runs deploys: `kubectl top`, `kubectl get`, `helm list`,
+        # `fly status` only look.
+        if low in ("vercel", "ansible-playbook", "cap") and low_sub not in _LOOK_VERBS:
+            return key, "deploy"
+        verbs = {a.lower() for a in args if not a.startswith("-")}
+        return key, "deploy" if low_sub in _DEPLOY_VERBS or (low == "argocd" and "sync" in verbs) else None
     if low in ("docker", "docker-compose", "podman"):
         if low == "docker" and low_sub == "compose":
             low_sub = positional[0].lower() if positional else ""

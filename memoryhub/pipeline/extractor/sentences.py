@@ -565,8 +565,11 @@ def _reference_target(sentence: str) -> str | None:
     return None
 
 
-def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | None:
-    """The memory one user sentence holds, or None. Rules in priority order."""
+def _classify(
+    sentence: str, record_index: int, *, depth: int = 0, statements: bool = True
+) -> Draft | None:
+    """The memory one user sentence holds, or None. Rules in priority order; the statement
+    model last, unless `statements` is False (the trigger rules alone, for fitting it)."""
     s = _strip_fillers(sentence)
     if not s or _is_question(s) or _HEDGE.search(s) or _CONDITIONAL_START.match(s):
         return None
@@ -588,7 +591,7 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
     remember = _REMEMBER.match(s)
     if remember and depth == 0 and remember.end() < len(s):
         rest = s[remember.end() :]
-        inner = _classify(rest, record_index, depth=1)
+        inner = _classify(rest, record_index, depth=1, statements=statements)
         if inner is not None:
             return replace(inner, importance=max(inner.importance, 3))
         if not _substance(rest):
@@ -666,7 +669,7 @@ def _classify(sentence: str, record_index: int, *, depth: int = 0) -> Draft | No
         return draft(kind, "convention", importance, sub)
 
     # a durable statement recognised by its structure (`statements`)
-    if statement_candidate(s):
+    if statements and statement_candidate(s):
         judged = judge_statement(s)
         if judged is not None:
             kind, importance = judged
@@ -774,8 +777,21 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
         correction, text = _correction(text, expanded, position, record.index)
         if correction is not None:
             drafts.append(correction)
+        cursor = 0
+        previous: Draft | None = None
         for sentence in split_sentences(text):
+            at = text.find(sentence, cursor)
+            joined = at > 0 and text[:at].rstrip().endswith((";", "；"))
+            cursor = max(cursor, at + len(sentence))
             memory = _classify(sentence, record.index)
-            if memory is not None:
-                drafts.append(memory)
+            if memory is None:
+                previous = None
+                continue
+            if joined and previous is not None and memory.rule == "statement":
+                # A clause after a semicolon elaborates the statement before it ("Money is
+                # integer cents end to end; floats only show up in the templates").
+                previous.content = previous.content.rstrip("。.") + "; " + memory.content
+                continue
+            drafts.append(memory)
+            previous = memory
     return drafts
