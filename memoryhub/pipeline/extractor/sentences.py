@@ -673,9 +673,24 @@ def _classify(
         judged = judge_statement(s)
         if judged is not None:
             kind, importance = judged
+            pointer = _statement_pointer(s)
+            if pointer is not None:  # a durable statement that points at a page or a doc
+                result = draft(Kind.REFERENCE.value, "statement", 2)
+                result.title = f"Reference: {pointer}"
+                return result
             sub = fact_subcategory(s) if kind == Kind.PROJECT.value else ""
             return draft(kind, "statement", importance, sub)
     return None
+
+
+def _statement_pointer(sentence: str) -> str | None:
+    """The lasting URL (not local, not a PR or commit) or doc path a statement names, or None."""
+    for match in _URL.finditer(sentence):
+        url = match.group().rstrip(".,:;!?")
+        if not (_LOCAL_URL.search(url) or _EPHEMERAL_URL.search(url)):
+            return url
+    path = _DOC_PATH.search(_URL.sub(" ", sentence))
+    return path.group() if path else None
 
 
 def statement_candidate(s: str) -> bool:

@@ -118,7 +118,11 @@ _LOCATION_EN = (
     r"|\b(?:happens?|runs?|lives?|sits?|stays?|ends?\s+up|is|are)\s+(?:only\s+)?"
     r"(?:in|on|under|at|inside)\s+(?:the\s+|our\s+)?(?:[A-Z`]|[\w.-]+/)"
 )
-_COPULA_NAME_EN = r"\b(?:is|are|'s|on)\s+(?:a\s+|an\s+)?(?:[A-Z`][\w.+#-]*|\d)"
+_COPULA_NAME_EN = (
+    r"\b(?:is|are|'s|(?:we'?re|is|are)\s+on)\s+(?:a\s+|an\s+)?(?:[A-Z`][\w.+#-]*|\d)"
+    # "the events table is partitioned by hour": a particular thing, described
+    r"|(?i:^(?:(?:no|nope|actually)\W+)?the\s+[\w-]+(?:\s+[\w-]+)?\s+(?:is|are)\b)"
+)
 _DEFINITE_START = r"^the\s+\w+"
 _PASSIVE_PRESENT = r"\b(?:is|are|get|gets)\s+(?:\w+ly\s+)?\w+(?:ed|en|wn|lt|nt)\b"
 _IMPERATIVE_CONVENTION = (
@@ -126,7 +130,7 @@ _IMPERATIVE_CONVENTION = (
 )
 _IMPERATIVE_TASK = rf"^(?:please\s+|now\s+|also\s+|just\s+|then\s+)*(?:{_TASK_VERB})\b"
 _NEG_NORM_EN = (
-    r"\b(?:nobody|no\s+one|nothing|never|don'?t|do\s+not|doesn'?t|isn'?t\s+allowed|"
+    r"[,;]\s*no\s+\w|\b(?:nobody|no\s+one|nothing|never|don'?t|do\s+not|doesn'?t|isn'?t\s+allowed|"
     r"not\s+allowed|no\s+\w+\s+(?:in|on|outside|inside|from))\b"
 )
 
@@ -201,7 +205,7 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
     "en_progressive": _rx(r"\b(?:i'?m|we'?re|is|are)\s+\w+ing\b"),
     "en_location": _rx(_LOCATION_EN),
     "en_copula_name": _rx(_COPULA_NAME_EN, 0),
-    "en_team_subject": _rx(r"^(?:we|we're|we've|our)\b", _I),
+    "en_team_subject": _rx(r"^(?:(?:actually|no|nope)\W+)?(?:we|we're|we've|our)\b", _I),
     # structure (Chinese)
     "zh_request": _rx(_ZH_REQUEST),
     "zh_edit": _rx(_ZH_EDIT),
@@ -220,7 +224,8 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
     "zh_code": _rx(_ZH_CODE),
     "zh_past": _rx(_ZH_PAST),
     "zh_norm_form": _rx(r"(?:命名|用|按照?|以)\s*[^\s，。,；;的是]"),
-    "zh_team_subject": _rx(r"^(?:我们|咱们|团队|项目)"),
+    "zh_team_subject": _rx(r"^(?:(?:actually|其实|不对)\W*)?(?:我们|咱们|团队|项目)", _I),
+    "zh_only": _rx(r"只(?:能|允许|在|用|走)"),
     "zh_location": _rx(r"(?:在|放|跑在|部署在|托管在|位于|发到)\s*[^，。,；;]{1,30}?(?:里|下面?|中|上)?(?:[，。,；;]|$)"),
     "zh_copula_name": _rx(r"(?:是|用的是)\s*[A-Za-z`]"),
     # what the sentence names (both languages)
@@ -309,6 +314,10 @@ _FOR_ME = re.compile(
 )
 
 
+# The speaker about themself ("I run everything through tmux", "我自己更习惯…").
+_ABOUT_ME = re.compile(r"^(?:i|i'm|i'd|my)\b|^我(?!们)", re.IGNORECASE)
+
+
 def one_off(sentence: str) -> bool:
     """Is `sentence` a request, a problem report or a remark about the moment (never a durable
     statement)?"""
@@ -331,6 +340,7 @@ _PRESCRIBES_STRONGLY = (
     "en_neg_norm",
     "zh_neg_norm",
     "zh_modal",
+    "zh_only",
 )
 _PRESCRIBES = ("en_universal", "zh_universal", "en_bare_plural_start", "zh_norm_form", "en_contrast")
 _DESCRIBES = ("en_location", "en_copula_name", "zh_location", "zh_copula_name")
@@ -360,7 +370,9 @@ def judge_statement(sentence: str) -> tuple[str, int] | None:
     if one_off(sentence) or score(DURABLE, sentence) < THRESHOLD:
         return None
     normative = is_norm(sentence)
-    if _FOR_ME.search(sentence) and not is_interaction(sentence):
+    if (_FOR_ME.search(sentence) or _ABOUT_ME.match(sentence)) and not re.search(
+        r"\byou\b|你", sentence, re.IGNORECASE
+    ):
         kind: str | None = Kind.USER.value
     else:
         kind = statement_kind(sentence, normative=normative)
