@@ -201,6 +201,11 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
     "en_request": _rx(_REQUEST_EN),
     "en_team": _rx(_TEAM_EN),
     "en_you": _rx(r"\byou\b"),
+    "en_pronoun_ref": _rx(
+        r"\b(?:it|them|this|that|these|those)\b(?!\s+(?:repo|repository|project|codebase|team|way|"
+        r"service|app|one\s+is))"
+    ),
+    "zh_pronoun_ref": _rx(r"这个|那个|这里|那里|这些|那些|它"),
     "en_directly": _rx(r"\b(?:directly|by\s+hand|manually|inline|raw)\b"),
     "en_progressive": _rx(r"\b(?:i'?m|we'?re|is|are)\s+\w+ing\b"),
     "en_location": _rx(_LOCATION_EN),
