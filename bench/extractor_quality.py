@@ -1,6 +1,9 @@
 """Precision and recall of the offline extractor on the dev corpus (tests/pipeline/corpus/).
 
-    .venv/bin/python bench/extractor_quality.py [--details] [--json FILE]
+    .venv/bin/python bench/extractor_quality.py [--corpus DIR] [--details] [--json FILE]
+
+--corpus DIR scores another directory of sessions in the same format (default: the corpus
+below); every split label found in the sessions' expected.json gets its own row.
 
 Each session of the corpus is a MewCode record file `<name>.jsonl` with a sidecar
 `<name>.expected.json` that lists the planted memories ({kind, must_contain, scope}) and the
@@ -324,7 +327,7 @@ def _tally_json(t: Tally) -> dict[str, Any]:
     }
 
 
-def _other_extractor(directory: Path) -> dict[str, Any]:
+def _other_extractor(directory: Path, corpus: Path = CORPUS) -> dict[str, Any]:
     """The numbers of the extractor in `directory` (e.g. an export of main) on this corpus:
     this script again in a child process whose `memoryhub` package is imported from there."""
     env = {
@@ -334,7 +337,9 @@ def _other_extractor(directory: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "other.json"
         subprocess.run(  # noqa: S603 - our own script and interpreter
-            [sys.executable, __file__, "--json", str(out), "--quiet"], env=env, check=True
+            [sys.executable, __file__, "--json", str(out), "--quiet", "--corpus", str(corpus)],
+            env=env,
+            check=True,
         )
         data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     package = data.get("package", "")
@@ -378,14 +383,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--compare", type=Path, metavar="DIR", help="also score the extractor of DIR/memoryhub"
     )
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS,
+        metavar="DIR",
+        help="a directory of <name>.jsonl + <name>.expected.json sessions (default: %(default)s)",
+    )
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    report = score(load_corpus())
+    sessions = load_corpus(args.corpus)
+    if not sessions:
+        parser.error(f"--corpus: no <name>.jsonl sessions in {args.corpus}")
+    report = score(sessions)
     if not args.quiet:
         print(render(report, details=args.details))
     if args.compare:
         print()
-        print(render_comparison(_other_extractor(args.compare), report, str(args.compare)))
+        before = _other_extractor(args.compare, args.corpus)
+        print(render_comparison(before, report, str(args.compare)))
     if args.json:
         data = {
             "package": str(Path(extractor_package.__file__).resolve().parent),
