@@ -71,7 +71,9 @@ def examples(corpus: Path = CORPUS) -> list[dict[str, Any]]:
                     for p in session.planted
                     if all(m.lower() in s.lower() for m in p["must_contain"])
                 ]
-                kinds = {planted[0]["kind"], *planted[0].get("also_kinds", ())} if planted else set()
+                kinds = (
+                    {planted[0]["kind"], *planted[0].get("also_kinds", ())} if planted else set()
+                )
                 rows.append(
                     {
                         "text": s,

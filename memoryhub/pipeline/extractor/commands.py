@@ -362,7 +362,9 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
         if low in ("vercel", "ansible-playbook", "cap") and low_sub not in _LOOK_VERBS:
             return key, "deploy"
         verbs = {a.lower() for a in args if not a.startswith("-")}
-        return key, "deploy" if low_sub in _DEPLOY_VERBS or (low == "argocd" and "sync" in verbs) else None
+        return key, "deploy" if low_sub in _DEPLOY_VERBS or (
+            low == "argocd" and "sync" in verbs
+        ) else None
     if low in ("docker", "docker-compose", "podman"):
         if low == "docker" and low_sub == "compose":
             low_sub = positional[0].lower() if positional else ""

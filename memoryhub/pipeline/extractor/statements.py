@@ -29,10 +29,10 @@ import math
 import re
 from collections.abc import Callable
 
+from memoryhub.memories.kinds import Kind
 from memoryhub.pipeline.extractor.conventions import reports_problem
 from memoryhub.pipeline.extractor.keywords import CJK
-from memoryhub.memories.kinds import Kind
-from memoryhub.pipeline.extractor.scope import is_interaction, statement_kind
+from memoryhub.pipeline.extractor.scope import statement_kind
 
 _I = re.IGNORECASE
 _X = re.VERBOSE | re.IGNORECASE
@@ -109,7 +109,12 @@ _PRONOUN_START_EN = r"^(?:it|it'?s|this|that|these|those|here|there|they|he|she|
 _IT_IS_A_NAME = r"^(?:it'?s|it\s+is|this\s+is)\s+(?:a|an)?\s*[A-Z`][\w.+-]*"
 _FIRST_PERSON_START = r"^(?:i|i'm|i'd|i've|i'll|my|me)\b"
 _TEAM_EN = r"\b(?:we|we're|our|ours|us|team|everyone|everybody|nobody|no\s+one|folks)\b"
-_BARE_PLURAL_START = r"^(?:all\s+|every\s+|each\s+)?(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*s\s+(?:are|go|get|live|run|stay|carry|belong|come|land|use|talk|ship|take|sit|hold|need|must|should|never|always|only|have|follow|return|pass|read|write|call|point|depend)\b"
+# "Prefabs are…", "Outgoing calls carry…": a bare plural subject states what holds for all of them
+_BARE_PLURAL_START = (
+    r"^(?:all\s+|every\s+|each\s+)?(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*s\s+"
+    r"(?:are|go|get|live|run|stay|carry|belong|come|land|use|talk|ship|take|sit|hold|need|must|"
+    r"should|never|always|only|have|follow|return|pass|read|write|call|point|depend)\b"
+)
 _LOCATION_EN = (
     r"\b(?:lives?|live|sits?|is\s+at|are\s+at|is\s+in|are\s+in|is\s+under|are\s+under|"
     r"runs?\s+on|hosted\s+on|deployed\s+(?:on|to)|is\s+on|are\s+on|we'?re\s+on|"
@@ -126,18 +131,22 @@ _COPULA_NAME_EN = (
 _DEFINITE_START = r"^the\s+\w+"
 _PASSIVE_PRESENT = r"\b(?:is|are|get|gets)\s+(?:\w+ly\s+)?\w+(?:ed|en|wn|lt|nt)\b"
 _IMPERATIVE_CONVENTION = (
-    rf"^(?:(?:going|moving)\s+forward,?\s+|from\s+now\s+on,?\s+|please\s+)?(?:{_CONVENTION_VERB})\b"
+    r"^(?:(?:going|moving)\s+forward,?\s+|from\s+now\s+on,?\s+|please\s+)?"
+    rf"(?:{_CONVENTION_VERB})\b"
 )
 _IMPERATIVE_TASK = rf"^(?:please\s+|now\s+|also\s+|just\s+|then\s+)*(?:{_TASK_VERB})\b"
 _NEG_NORM_EN = (
-    r"[,;]\s*no\s+\w|\b(?:nobody|no\s+one|nothing|never|don'?t|do\s+not|doesn'?t|isn'?t\s+allowed|"
-    r"not\s+allowed|no\s+\w+\s+(?:in|on|outside|inside|from))\b"
+    r"[,;]\s*no\s+\w|\b(?:nobody|no\s+one|nothing|never|don'?t|do\s+not|doesn'?t|"
+    r"isn'?t\s+allowed|not\s+allowed|no\s+\w+\s+(?:in|on|outside|inside|from))\b"
 )
 
 # --- lexical classes shared by both languages -------------------------------------------------
 
 _CODE_SPAN = r"`[^`]+`"
-_PATH = r"(?:[\w.-]+/)+[\w.-]*|\b[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|rb|java|kt|swift|php|vue|yml|yaml|json|toml|md|sql|sh|cfg|ini|xml|tf|proto|gradle|lock|env)\b"
+_PATH = (
+    r"(?:[\w.-]+/)+[\w.-]*|\b[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|rb|java|kt|swift|php|vue|yml|"
+    r"yaml|json|toml|md|sql|sh|cfg|ini|xml|tf|proto|gradle|lock|env)\b"
+)
 _IDENT = r"\b\w+_\w+\b|\b[a-z]+[A-Z]\w*\b|\b\w+\(\)|\b[A-Z][a-z]+[A-Z]\w*\b|--?[a-z][\w-]+"
 _VERSION = r"\b[vV]?\d+(?:\.\d+)+\b|\b[A-Za-z]+\s?\d{1,2}\b"
 _NAME_MID = r"(?<=[\w,;:)]\s)[A-Z][A-Za-z0-9.+-]*[A-Za-z0-9]"
@@ -154,11 +163,24 @@ _ZH_PROBLEM = (
     r"连不上|打不开|不生效|重复入账|慢|bug|问题"
 )
 _ZH_QUESTION = r"吗|呢[。？?]?$|要不要|是不是|能不能|可不可以|有没有|为什么|怎么|为啥|是否|多少|哪"
-_ZH_UNIVERSAL = r"一律|统一|都|所有|全部|每个|每次|每一|任何|始终|总是|永远|固定|只(?:能|用|走|在|放|有)?|一概|全都|凡是"
-_ZH_NEG_NORM = r"(?:[，,、]|^|[里中上下内])\s*(?:而)?(?:不|别|禁止|不要|不能|不许|不准|严禁|不得)(?!是|对|错|行|了|会|太|知道)"
+_ZH_UNIVERSAL = (
+    r"一律|统一|都|所有|全部|每个|每次|每一|任何|始终|总是|永远|固定|只(?:能|用|走|在|放|有)?|"
+    r"一概|全都|凡是"
+)
+# "，不用 Y", "日志里不打…": a negated verb after a comma or a place says what not to do
+_ZH_NEG_NORM = (
+    r"(?:[，,、]|^|[里中上下内])\s*(?:而)?(?:不|别|禁止|不要|不能|不许|不准|严禁|不得)"
+    r"(?!是|对|错|行|了|会|太|知道)"
+)
 _ZH_MODAL = r"要|必须|务必|得|需要|应该|应当|才能|之前|前要|尽量"
 _ZH_TEAM = r"我们|咱们|团队|大家|项目|仓库|公司"
-_ZH_PLACE = r"在.{1,30}?(?:里|下|中|上)|放(?:在)?|存(?:在|到)?|走|跑在|部署在|托管在|位于|发到|写在|来自"
+_ZH_PLACE = (
+    r"在.{1,30}?(?:里|下|中|上)|放(?:在)?|存(?:在|到)?|走|跑在|部署在|托管在|位于|发到|写在|来自"
+)
+_ZH_LOCATION = (
+    r"(?:在|放|跑在|部署在|托管在|位于|发到)\s*[^，。,；;]{1,30}?"
+    r"(?:里|下面?|中|上)?(?:[，。,；;]|$)"
+)
 _ZH_COPULA = r"是|用|按|以|为"
 _ZH_FIRST_PERSON = r"^(?:我(?!们)|我个人|我自己)"
 _ZH_TASTE = r"喜欢|习惯|偏好|倾向|更愿意|顺手|舒服|看得懂|方便|讨厌"
@@ -231,7 +253,7 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
     "zh_norm_form": _rx(r"(?:命名|用|按照?|以)\s*[^\s，。,；;的是]"),
     "zh_team_subject": _rx(r"^(?:(?:actually|其实|不对)\W*)?(?:我们|咱们|团队|项目)", _I),
     "zh_only": _rx(r"只(?:能|允许|在|用|走)"),
-    "zh_location": _rx(r"(?:在|放|跑在|部署在|托管在|位于|发到)\s*[^，。,；;]{1,30}?(?:里|下面?|中|上)?(?:[，。,；;]|$)"),
+    "zh_location": _rx(_ZH_LOCATION),
     "zh_copula_name": _rx(r"(?:是|用的是)\s*[A-Za-z`]"),
     # what the sentence names (both languages)
     "code_span": _rx(_CODE_SPAN),
@@ -347,7 +369,13 @@ _PRESCRIBES_STRONGLY = (
     "zh_modal",
     "zh_only",
 )
-_PRESCRIBES = ("en_universal", "zh_universal", "en_bare_plural_start", "zh_norm_form", "en_contrast")
+_PRESCRIBES = (
+    "en_universal",
+    "zh_universal",
+    "en_bare_plural_start",
+    "zh_norm_form",
+    "en_contrast",
+)
 _DESCRIBES = ("en_location", "en_copula_name", "zh_location", "zh_copula_name")
 
 
