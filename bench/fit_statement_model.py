@@ -100,7 +100,9 @@ def _matrix(rows: Sequence[dict[str, Any]], names: list[str]) -> np.ndarray:
 
 
 def fit(rows: Sequence[dict[str, Any]], target: str) -> dict[str, float]:
-    """Logistic regression (L2 on every weight but the bias) by Newton's method."""
+    """Logistic regression (L2 on every weight but the bias) by Newton's method. Every user
+    sentence takes part, also those the hard filters keep from the model (questions…): they
+    teach the weights of what they share with candidates ("please", "you", "the …")."""
     names = sorted({n for row in rows for n in features(row["text"])})
     x = _matrix(rows, names)
     y = np.array([1.0 if row[target] else 0.0 for row in rows])

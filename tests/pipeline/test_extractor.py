@@ -270,7 +270,6 @@ def test_prohibition(text: str, kind: str) -> None:
         "Don't touch the tests for now.",
         "ok thanks, never mind then.",
         "Don't forget to update the changelog.",
-        "The password is in the vault, don't commit it.",
         "先不要删，下个迭代再说。",
         "不要急，慢慢来。",
         "要不要把 requests 也删掉？",
@@ -278,6 +277,11 @@ def test_prohibition(text: str, kind: str) -> None:
 )
 def test_no_prohibition_when_transient_or_not_one(text: str) -> None:
     assert after_task(text) == []
+
+
+def test_a_pronoun_object_is_no_prohibition_but_where_a_thing_lives_is_a_fact() -> None:
+    memory = one(after_task("The password is in the vault, don't commit it."), rule="statement")
+    assert (memory.kind, memory.content) == ("project", "The password is in the vault.")
 
 
 # --- corrections ----------------------------------------------------------------------------------
@@ -322,7 +326,9 @@ def test_no_correction_for_a_plain_answer_to_a_question() -> None:
 
 
 def test_no_correction_in_the_first_message_or_a_transient_reply() -> None:
-    assert Session().user("No, the config is in settings/base.py.").extract() == []
+    # Nothing to correct yet: at most the statement of where the config lives, never feedback.
+    first = Session().user("No, the config is in settings/base.py.").extract()
+    assert [(m.kind, m.rule) for m in first] == [("project", "statement")]
     session = Session().user("Add a flag.").say("Added --json.").user("No, just the README.")
     assert session.extract() == []
 

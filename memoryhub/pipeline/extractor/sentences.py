@@ -591,7 +591,7 @@ def _classify(
     remember = _REMEMBER.match(s)
     if remember and depth == 0 and remember.end() < len(s):
         rest = s[remember.end() :]
-        inner = _classify(rest, record_index, depth=1, statements=statements)
+        inner = _classify(rest, record_index, depth=1, statements=False)
         if inner is not None:
             return replace(inner, importance=max(inner.importance, 3))
         if not _substance(rest):
@@ -698,7 +698,7 @@ def statement_candidate(s: str) -> bool:
     conditional, a pasted block, a pointer back at context, or a sentence without substance?"""
     if not s or _is_question(s) or _HEDGE.search(s) or _CONDITIONAL_START.match(s):
         return False
-    if len(s) > MAX_CONTENT_CHARS or _is_vague(s, ""):
+    if len(s) > MAX_CONTENT_CHARS or _VAGUE.search(s):  # "以后都这样写" points back at context
         return False
     return _substance(s)
 

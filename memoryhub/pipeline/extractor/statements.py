@@ -228,6 +228,10 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
         r"service|app|one\s+is))"
     ),
     "zh_pronoun_ref": _rx(r"这个|那个|这里|那里|这些|那些|它"),
+    "en_keep_state": _rx(r"^(?:please\s+)?(?:keep|leave|stay)\b"),
+    "for_me": _rx(
+        r"^(?:for|to)\s+me\b|\b(?:for|to)\s+me\s*[,.]|\bpersonally\b|对我来说|对我而言|我个人|我自己"
+    ),
     "en_directly": _rx(r"\b(?:directly|by\s+hand|manually|inline|raw)\b"),
     "en_progressive": _rx(r"\b(?:i'?m|we'?re|is|are)\s+\w+ing\b"),
     "en_location": _rx(_LOCATION_EN),
@@ -252,7 +256,7 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
     "zh_past": _rx(_ZH_PAST),
     "zh_norm_form": _rx(r"(?:命名|用|按照?|以)\s*[^\s，。,；;的是]"),
     "zh_team_subject": _rx(r"^(?:(?:actually|其实|不对)\W*)?(?:我们|咱们|团队|项目)", _I),
-    "zh_only": _rx(r"只(?:能|允许|在|用|走)"),
+    "zh_only": _rx(r"只(?:能|允许|在|用|走|做|放|写)"),
     "zh_location": _rx(_ZH_LOCATION),
     "zh_copula_name": _rx(r"(?:是|用的是)\s*[A-Za-z`]"),
     # what the sentence names (both languages)

@@ -1,0 +1,196 @@
+"""The extractor's statement model (memoryhub/pipeline/extractor/statements.py): durable
+statements recognised by their structure in English and Chinese, one-off requests and reports
+left alone, project vs user scope, the rule/project split, the no-join rule for commands, and
+the shipped weights being exactly what bench/fit_statement_model.py fits on the tuned corpus.
+None of the sentences below is in the corpus.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoryhub.memories.kinds import DEFAULT_SCOPE
+from memoryhub.pipeline.extractor import (
+    ExtractedMemory,
+    extract,
+    source_records,
+    statement_weights,
+    statements,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _after_task(text: str, *, commands: tuple[tuple[str, str], ...] = ()) -> list[ExtractedMemory]:
+    rows: list[dict[str, Any]] = [
+        {"type": "user", "content": "Fix the failing build."},
+        {"type": "assistant", "content": "Looking into it."},
+        {"type": "user", "content": text},
+        {"type": "assistant", "content": "OK."},
+    ]
+    for i, (command, output) in enumerate(commands):
+        call = f"call_{i}"
+        rows.append(
+            {
+                "type": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": command}}
+                ],
+            }
+        )
+        rows.append({"type": "tool_result", "content": output, "tool_use_id": call})
+    return extract(source_records(rows))
+
+
+def _only(text: str) -> ExtractedMemory:
+    memories = _after_task(text)
+    assert len(memories) == 1, [(m.kind, m.rule, m.content) for m in memories]
+    return memories[0]
+
+
+# --- durable statements no trigger rule catches ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # generic present-tense statements about the team's code: rule when they prescribe
+        ("Release notes are written in English and Chinese.", "rule"),
+        ("Background jobs are idempotent and safe to retry.", "rule"),
+        ("所有定时任务由 xxl-job 调度。", "rule"),
+        ("金额字段以分为单位存储。", "rule"),
+        ("控制器里只做参数校验，业务逻辑放在 service 层。", "rule"),
+        # …project knowledge when they describe a particular thing
+        ("It's a Django 5 monolith with Celery for background jobs.", "project"),
+        ("订单号由 Snowflake 算法生成。", "project"),
+        ("前端和后端通过 OpenAPI 生成的 SDK 通信。", "project"),
+        ("缓存的 key 前缀是服务名加版本号。", "project"),
+        # the speaker about themself: their own taste
+        ("For me, table-driven tests are easier to read.", "user"),
+        ("I'm more of a vim person.", "user"),
+    ],
+)
+def test_a_durable_statement_is_recognised_by_its_structure(text: str, kind: str) -> None:
+    memory = _only(text)
+    assert (memory.rule, memory.kind) == ("statement", kind)
+    assert memory.content.rstrip("。.") == text.rstrip("。.")
+    assert 8 <= len(memory.keywords) <= 13
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # requests and tasks
+        "Add a loading spinner to the settings page.",
+        "Let's rename the module later.",
+        "帮我把重试次数改成 5。",
+        "这个函数先别动。",
+        # questions, status and problem reports, past events
+        "Why does the cache miss so often?",
+        "The import job keeps running out of memory.",
+        "The build was green yesterday.",
+        "I'm looking at the failing test now.",
+        "登录页又白屏了。",
+        "刚才那个报错是网络问题。",
+        # remarks about the moment, and pointers back at the conversation
+        "Thanks, that works.",
+        "以后都这样写。",
+    ],
+)
+def test_one_off_sentences_are_left_alone(text: str) -> None:
+    assert _after_task(text) == []
+
+
+def test_scope_follows_what_a_statement_is_about() -> None:
+    team = _only("Release notes are written in English and Chinese.")
+    person = _only("For me, table-driven tests are easier to read.")
+    assert DEFAULT_SCOPE[team.kind] == "project"
+    assert DEFAULT_SCOPE[person.kind] == "user"
+
+
+def test_a_statement_pointing_at_a_lasting_page_is_a_reference() -> None:
+    memory = _only("The incident process is at https://handbook.acme.io/ops/incidents")
+    assert memory.kind == "reference"
+    assert memory.title == "Reference: https://handbook.acme.io/ops/incidents"
+
+
+def test_a_clause_after_a_semicolon_joins_the_statement_before_it() -> None:
+    memory = _only("Money is integer cents end to end; floats only show up in the templates.")
+    assert "integer cents" in memory.content and "templates" in memory.content
+
+
+# --- the pieces of the model ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Nobody calls the payments API directly.", {"en_universal", "name", "en_neg_norm"}),
+        ("Feature modules live under src/features/.", {"en_location", "path"}),
+        ("Keep controllers thin.", {"en_convention_start", "en_keep_state"}),
+        ("接口请求都走 src/api 里的封装。", {"zh_universal", "path", "lang_zh"}),
+        ("帮我把超时改成 30 秒。", {"zh_request", "zh_edit"}),
+    ],
+)
+def test_features_name_the_classes_a_sentence_falls_in(text: str, expected: set[str]) -> None:
+    assert expected <= set(statements.features(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "norm"),
+    [
+        ("Handlers never touch the database.", True),
+        ("Prefabs are edited in prefab mode only, not in the scene.", True),
+        ("日志里不打手机号。", True),
+        ("The design tokens live in src/theme/tokens.ts.", False),
+        ("We're on Node 20 with pnpm workspaces.", False),
+        ("流水线跑在 GitLab CI 上。", False),
+    ],
+)
+def test_is_norm_tells_what_to_do_from_how_things_are(text: str, norm: bool) -> None:
+    assert statements.is_norm(text) is norm
+
+
+def test_the_decision_can_be_explained_by_the_features_that_fired() -> None:
+    text = "Handlers never touch the database."
+    fired = statements.explain(statement_weights.DURABLE, text)
+    assert {name for name, _ in fired} == set(statements.features(text))
+    total = sum(weight for _, weight in fired)
+    assert statements.score(statement_weights.DURABLE, text) == pytest.approx(
+        1 / (1 + 2.718281828459045 ** (-total))
+    )
+
+
+def test_the_shipped_weights_are_what_the_fit_script_fits_on_the_tuned_corpus() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "fit_statement_model", ROOT / "bench" / "fit_statement_model.py"
+    )
+    assert spec and spec.loader
+    fit_script = importlib.util.module_from_spec(spec)
+    sys.modules["fit_statement_model"] = fit_script
+    spec.loader.exec_module(fit_script)
+    rows = fit_script.examples()
+    assert rows and all(row["split"] != "holdout" for row in rows)  # validation never fitted on
+    assert fit_script.fit(rows, "durable") == statement_weights.DURABLE
+
+
+# --- commands: never joined, and a look is no deploy --------------------------------------------
+
+
+def test_chained_commands_stay_apart_and_looking_at_a_cluster_is_no_deploy() -> None:
+    memories = _after_task(
+        "Ship it.",
+        commands=(
+            ("kubectl top pods -n import", "NAME  CPU  MEMORY\nworker-1  120m  1400Mi"),
+            ("make lint && kubectl rollout restart deploy/api", "ok\ndeployment restarted"),
+        ),
+    )
+    assert [m.content for m in memories] == [
+        "Lint with `make lint`.",
+        "Deploy with `kubectl rollout restart deploy/api`.",
+    ]
