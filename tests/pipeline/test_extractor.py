@@ -760,16 +760,16 @@ def test_offline_memories_md_has_the_four_categories() -> None:
 
 # --- the dev corpus -------------------------------------------------------------------------------
 
-# Measured when the floors were set (bench/extractor_quality.py, issue 14, 62 sessions, 352
-# planted): overall precision 96.9 %, recall 89.2 %; dev 97.4 % / 95.7 %; held-out (ho31-ho38,
-# written after the last rule change and measured once) 90.3 % / 58.3 % — short of the issue's
-# 75 % recall target. The floors leave a margin of a few points for rule changes.
+# Measured when the floors were set (bench/extractor_quality.py, issue 14 with the statement model,
+# 62 sessions, 352 planted): overall precision 96.3 %, recall 95.5 %; dev 97.4 % / 96.6 %; the
+# validation split "holdout" (ho31-ho38: never opened, only its aggregate read) 89.4 % / 87.5 %
+# (rules alone: 90.3 % / 58.3 %). The floors leave a margin of a few points.
 PRECISION_FLOOR = 0.93
-RECALL_FLOOR = 0.86
+RECALL_FLOOR = 0.92
 DEV_PRECISION_FLOOR = 0.95
-DEV_RECALL_FLOOR = 0.92
-HOLDOUT_PRECISION_FLOOR = 0.85
-HOLDOUT_RECALL_FLOOR = 0.54
+DEV_RECALL_FLOOR = 0.93
+HOLDOUT_PRECISION_FLOOR = 0.86
+HOLDOUT_RECALL_FLOOR = 0.83
 
 
 @pytest.fixture(scope="module")
@@ -805,9 +805,8 @@ def test_corpus_precision_and_recall(corpus: list[Any]) -> None:
     holdout = report.by_split["holdout"]
     assert holdout.precision >= HOLDOUT_PRECISION_FLOOR, bench.render(report, details=True)
     assert holdout.recall >= HOLDOUT_RECALL_FLOOR, bench.render(report, details=True)
-    # One known hit, in held-out ho32: `kubectl top` is classified as a deploy (kubectl's read-only
-    # subcommands other than get/describe/logs are not told apart); left as measured.
-    assert report.distractor_hits <= 1, bench.render(report, details=True)
+    # (`kubectl top` in ho32 was taken for a deploy until deploy tools needed a deploying verb.)
+    assert report.distractor_hits == 0, bench.render(report, details=True)
 
 
 def test_no_corpus_secret_reaches_any_output(corpus: list[Any]) -> None:

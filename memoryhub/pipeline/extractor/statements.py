@@ -345,6 +345,11 @@ _FOR_ME = re.compile(
 )
 
 
+_INSISTING = re.compile(
+    r"^(?:(?:no+|nope|actually)\W+)?(?:i\s+(?:keep\s+telling\s+you|told\s+you|said)|"
+    r"as\s+i\s+said|again)\s*[:,—–-]+\s*|^(?:我(?:都|已经)?说过(?:了|多少次了)?|再说一遍)[：:，,]\s*",
+    re.IGNORECASE,
+)
 # The speaker about themself ("I run everything through tmux", "我自己更习惯…").
 _ABOUT_ME = re.compile(r"^(?:i|i'm|i'd|my)\b|^我(?!们)", re.IGNORECASE)
 
@@ -406,13 +411,15 @@ def judge_statement(sentence: str) -> tuple[str, int] | None:
 
     if one_off(sentence) or score(DURABLE, sentence) < THRESHOLD:
         return None
-    normative = is_norm(sentence)
-    if (_FOR_ME.search(sentence) or _ABOUT_ME.match(sentence)) and not re.search(
-        r"\byou\b|你", sentence, re.IGNORECASE
+    # "I keep telling you: schedules are in UTC" is about the schedules, not the speaker.
+    body = _INSISTING.sub("", sentence) or sentence
+    normative = is_norm(body)
+    if (_FOR_ME.search(body) or _ABOUT_ME.match(body)) and not re.search(
+        r"\byou\b|你", body, re.IGNORECASE
     ):
         kind: str | None = Kind.USER.value
     else:
-        kind = statement_kind(sentence, normative=normative)
+        kind = statement_kind(body, normative=normative)
     if kind is None:
         # Durable but naming nothing the scope rules know ("Prefabs are edited in prefab mode
         # only"): in a coding session, a statement not about the speaker is about the team's work.
