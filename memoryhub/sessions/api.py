@@ -261,10 +261,17 @@ class SessionResumeApi(APIView):
         )
 
 
+# Far beyond any model's window; a bound keeps absurd numbers out of the arithmetic and answer.
+MAX_CONTEXT_TOKENS = 100_000_000
+
+
 class CompactionInput(serializers.Serializer):
-    context_window = serializers.IntegerField(min_value=1000)
+    context_window = serializers.IntegerField(min_value=1000, max_value=MAX_CONTEXT_TOKENS)
     current_tokens = serializers.IntegerField(
-        required=False, min_value=0, help_text="The agent's own count, if it has one."
+        required=False,
+        min_value=0,
+        max_value=MAX_CONTEXT_TOKENS,
+        help_text="The agent's own count, if it has one.",
     )
 
 
