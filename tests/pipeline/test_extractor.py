@@ -533,6 +533,30 @@ def test_no_lesson_for_a_code_failure_or_without_an_explanation() -> None:
     assert [m.kind for m in silent.extract()] == ["project"]
 
 
+def test_a_failure_fixed_without_editing_a_file_is_an_environment_lesson() -> None:
+    # No environment words in the output, but the same command worked again once a variable
+    # was exported (no file edited in between): the environment was the problem.
+    session = (
+        Session()
+        .user("The digest stopped.")
+        .bash("celery -A digest inspect scheduled", "Error: No nodes replied.", error=True)
+        .say("No workers replied: the broker points at localhost, the workers use redis.internal.")
+        .bash("export BROKER=redis://redis.internal/2 && celery -A digest inspect scheduled", "OK")
+    )
+    lesson = one([m for m in session.extract() if m.kind == "lesson"], rule="error_fix")
+    assert "redis.internal" in lesson.content and "No nodes replied" in lesson.content
+    # The same failure fixed by editing a file is the code's problem, not a lesson.
+    edited = (
+        Session()
+        .user("The digest stopped.")
+        .bash("celery -A digest inspect scheduled", "Error: No nodes replied.", error=True)
+        .say("The app name is wrong in celery.py; fixing.")
+        .tool("EditFile", {"path": "celery.py", "old": "dgst", "new": "digest"}, "Edited celery.py")
+        .bash("celery -A digest inspect scheduled", "OK")
+    )
+    assert [m for m in edited.extract() if m.kind == "lesson"] == []
+
+
 # --- what must never become a memory --------------------------------------------------------------
 
 

@@ -403,7 +403,9 @@ def _classify_command(command: str) -> tuple[str, str | None]:
         key, category = _classify_words(words)
         if category is not None:
             return key, category
-    return _classify_words(parts[0])[0], None
+    # the family of the first real step: `export X=… && celery …` is a celery command
+    main = next((words for words in parts if words[0] not in _SETUP), parts[0])
+    return _classify_words(main)[0], None
 
 
 def shell_runs(expanded: Sequence[SourceRecord]) -> list[_Run]:
@@ -568,14 +570,52 @@ def _explanation(
     return ""
 
 
+# Output of code that is wrong (not of an environment that is): the fix is an edit.
+_CODE_FAILURE = re.compile(
+    r"""AssertionError|\bassert\s|Failures:\s*[1-9]|\bFAILED\s+\S+::|---\s+FAIL|panicked\s+at|
+        SyntaxError|TypeError|NameError|AttributeError|ReferenceError|compilation\s+(?:error|failed)|
+        cannot\s+find\s+symbol|undefined:\s|\bexpected\b.{0,60}\b(?:got|received|but\s+was)\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_EDIT_TOOLS = frozenset(
+    {
+        *("edit", "editfile", "edit_file", "write", "writefile", "write_file", "multiedit"),
+        *("str_replace", "str_replace_editor", "str_replace_based_edit_tool", "apply_patch"),
+        *("create", "create_file", "replace", "patch", "insert", "notebookedit"),
+    }
+)
+
+
+def _edited_between(expanded: Sequence[SourceRecord], start: int, end: int) -> bool:
+    """Did the assistant edit a file between positions `start` and `end` of `expanded`?"""
+    for record in expanded[start:end]:
+        if record.type != ASSISTANT or not isinstance(record.content, list):
+            continue
+        for block in record.content:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and str(block.get("name", "")).lower() in _EDIT_TOOLS
+            ):
+                return True
+    return False
+
+
 def lesson_memories(expanded: Sequence[SourceRecord], runs: Sequence[_Run]) -> list[Draft]:
     drafts: list[Draft] = []
     used_successes: set[int] = set()
     for i, failed in enumerate(runs):
-        if failed.ok or not _ENV_ERROR.search(failed.output):
+        if failed.ok or _CODE_FAILURE.search(failed.output):
             continue
         success = next((r for r in runs[i + 1 :] if r.ok and _similar(failed, r)), None)
         if success is None or success.result_index in used_successes:
+            continue
+        # An environment problem by what it says, or by how it was fixed: the same command
+        # worked again without any file being edited in between (a version switched, a service
+        # started, a variable exported).
+        if not _ENV_ERROR.search(failed.output) and _edited_between(
+            expanded, failed.result_position, success.use_position
+        ):
             continue
         about = (_error_line(failed.output), f"{failed.command} {success.command}")
         explanation = _explanation(
