@@ -100,6 +100,12 @@ def test_a_durable_statement_is_recognised_by_its_structure(text: str, kind: str
         # remarks about the moment, and pointers back at the conversation
         "Thanks, that works.",
         "以后都这样写。",
+        # instructions about one particular thing of this task, however norm-like their form
+        "Put the helper in utils.py.",
+        "Name the new flag --dry-run.",
+        "Keep the old endpoint around for a while.",
+        "Use a map here instead of the switch.",
+        "这个 PR 里不用改测试。",
     ],
 )
 def test_one_off_sentences_are_left_alone(text: str) -> None:

@@ -89,7 +89,7 @@ from memoryhub.pipeline.extractor.scope import (
     prohibition_kind,
     statement_kind,
 )
-from memoryhub.pipeline.extractor.statements import judge_statement
+from memoryhub.pipeline.extractor.statements import judge_statement, particular
 from memoryhub.sessions.conversation import text_of
 from memoryhub.sessions.records import (
     ASSISTANT,
@@ -664,7 +664,7 @@ def _classify(
         return draft(Kind.PROJECT.value, "fact", 2, fact_subcategory(body), body)
 
     # a convention stated without a trigger word
-    if found is not None and _substance(s):
+    if found is not None and _substance(s) and not particular(s):
         kind, importance, sub = found
         return draft(kind, "convention", importance, sub)
 

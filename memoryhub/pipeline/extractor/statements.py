@@ -134,6 +134,10 @@ _IMPERATIVE_CONVENTION = (
     r"^(?:(?:going|moving)\s+forward,?\s+|from\s+now\s+on,?\s+|please\s+)?"
     rf"(?:{_CONVENTION_VERB})\b"
 )
+_IMPERATIVE_THE_ONE = (
+    rf"^(?:please\s+)?(?:{_CONVENTION_VERB})\s+(?:the|my|your)\s+(?:[\w-]+\s+)?[\w-]*[^s\W]\b"
+    r"(?!\s+(?:and|or)\b)"
+)
 _IMPERATIVE_TASK = rf"^(?:please\s+|now\s+|also\s+|just\s+|then\s+)*(?:{_TASK_VERB})\b"
 _NEG_NORM_EN = (
     r"[,;]\s*no\s+\w|\b(?:nobody|no\s+one|nothing|never|don'?t|do\s+not|doesn'?t|"
@@ -226,6 +230,11 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
     "en_pronoun_ref": _rx(
         r"\b(?:it|them|this|that|these|those)\b(?!\s+(?:repo|repository|project|codebase|team|way|"
         r"service|app|one\s+is))"
+    ),
+    # "the new store methods", "here", "the above": something of this task, not a kind of thing
+    "en_particular": _rx(
+        r"\b(?:the\s+(?:new|old|above|following|same|last|current|remaining)|here|above|"
+        r"for\s+the\s+\w+\s+(?:page|screen|endpoint|method|methods|function|test|file|ticket))\b"
     ),
     "zh_pronoun_ref": _rx(r"这个|那个|这里|那里|这些|那些|它"),
     "en_keep_state": _rx(r"^(?:please\s+)?(?:keep|leave|stay)\b"),
@@ -354,15 +363,36 @@ _INSISTING = re.compile(
 _ABOUT_ME = re.compile(r"^(?:i|i'm|i'd|my)\b|^我(?!们)", re.IGNORECASE)
 
 
+# A reference to something of this task ("the new flag", "here", "this endpoint", "这个 PR"),
+# not to a kind of thing: the repository, project, codebase or team are the exception.
+_PARTICULAR = re.compile(
+    r"""\b(?:the\s+(?:new|old|above|following|remaining)|here|above|for\s+a\s+while|
+        (?:this|that|these|those)\s+(?!(?:repo|repository|project|codebase|code\s*base|team|
+            company|monorepo|app|service|way|kind|sort|is|are|was|were|will|would|should|can|
+            in|into|on|to|for|with|at|by|from|of|and|or|but|means?|needs?|one\s+is)\b)[a-z]\w*)\b
+      | (?:这个|那个|这些|那些|这里|那里|上面的|下面的)(?!项目|仓库|团队|公司|代码库|\s*repo)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def particular(sentence: str) -> bool:
+    """Does `sentence` point at something of the task at hand rather than a kind of thing?"""
+    return bool(_PARTICULAR.search(sentence))
+
+
 def one_off(sentence: str) -> bool:
     """Is `sentence` a request, a problem report or a remark about the moment (never a durable
     statement)?"""
-    if _ONE_OFF.search(sentence) or reports_problem(sentence):
+    if _ONE_OFF.search(sentence) or reports_problem(sentence) or particular(sentence):
         return True
     # An imperative task verb on a particular object, with nothing general about it ("Refactor
     # `parse_config` in loader.py"), is a task; "Merge only after two approvals" is a norm.
     return bool(
-        re.match(_IMPERATIVE_TASK, sentence, re.IGNORECASE)
+        (
+            re.match(_IMPERATIVE_TASK, sentence, re.IGNORECASE)
+            # "Put the helper in utils.py": a convention verb on one particular thing
+            or re.match(_IMPERATIVE_THE_ONE, sentence, re.IGNORECASE)
+        )
         and not re.search(_UNIVERSAL_EN, sentence, re.IGNORECASE)
         and not re.search(_CONTRAST_EN, sentence, re.IGNORECASE)
         and not re.search(_MODAL_EN, sentence, re.IGNORECASE)
