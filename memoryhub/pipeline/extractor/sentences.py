@@ -124,6 +124,8 @@ _SENTENCE_SPLIT = re.compile(
     rf"""(?<=[.!?])\s+(?=\S)
       | (?<=[。！？；;])\s*
       | \n+
+      | ,\s*and\s+(?=(?:the\s+)?(?:[A-Za-z][\w./-]*\s+){{1,3}}(?:go|goes|live|lives|run|runs|is|are|
+            sit|sits|stay|stays|get|gets|belong|belongs)\b)
       | ,\s*(?:and\s+)?
         (?=(?:please|also|always|never\s+(?:ever\s+)?(?:{_VERBS})|don'?t|do\s+not|stop|i|i'd|i'm|
             we|we're|our)\b)
