@@ -200,3 +200,29 @@ def test_chained_commands_stay_apart_and_looking_at_a_cluster_is_no_deploy() -> 
         "Lint with `make lint`.",
         "Deploy with `kubectl rollout restart deploy/api`.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("command", "content"),
+    [
+        ("pnpm --filter web test", "Run tests with `pnpm --filter web test`."),
+        ("yarn workspace api lint", "Lint with `yarn workspace api lint`."),
+        ("cargo nextest run", "Run tests with `cargo nextest run`."),
+        ("deno task build", "Build with `deno task build`."),
+        ("php vendor/bin/phpunit", "Run tests with `php vendor/bin/phpunit`."),
+        ("staticcheck ./...", "Lint with `staticcheck ./...`."),
+        ("gcloud run deploy api --source .", "Deploy with `gcloud run deploy api --source .`."),
+    ],
+)
+def test_commands_are_known_by_their_task_word_not_only_by_a_tool_list(
+    command: str, content: str
+) -> None:
+    memories = _after_task("Ship it.", commands=((command, "ok"),))
+    assert [m.content for m in memories] == [content]
+
+
+@pytest.mark.parametrize(
+    "command", ["kubectl top pods", "kubectl get pods -n prod", "fly status", "test -f go.mod"]
+)
+def test_looking_commands_are_not_remembered(command: str) -> None:
+    assert _after_task("Check it.", commands=((command, "ok"),)) == []

@@ -67,6 +67,8 @@ _RUNNER_PREFIXES: tuple[tuple[str, ...], ...] = (
     ("pipenv", "run"),
     ("pdm", "run"),
     ("hatch", "run"),
+    ("deno", "task"),
+    ("turbo", "run"),
     ("rye", "run"),
     ("pnpm", "exec"),
     ("pnpm", "dlx"),
@@ -86,7 +88,7 @@ _RUNNER_PREFIXES: tuple[tuple[str, ...], ...] = (
 _TEST_TOOLS = frozenset(
     {
         *("pytest", "py.test", "tox", "nox", "jest", "vitest", "mocha", "ava", "rspec"),
-        *("phpunit", "ctest", "playwright", "cypress", "karma", "behave", "unittest"),
+        *("phpunit", "ctest", "playwright", "cypress", "karma", "behave", "unittest", "pest"),
     }
 )
 _LINT_TOOLS = frozenset(
@@ -94,7 +96,8 @@ _LINT_TOOLS = frozenset(
         *("ruff", "flake8", "pylint", "eslint", "golangci-lint", "rubocop", "stylelint"),
         *("biome", "pre-commit", "shellcheck", "hadolint", "tflint", "ktlint", "swiftlint"),
         *("clang-tidy", "markdownlint", "yamllint", "pyflakes", "bandit", "oxlint", "vet"),
-        *("sqlfluff", "buf", "actionlint", "vale", "codespell"),
+        *("sqlfluff", "buf", "actionlint", "vale", "codespell", "staticcheck", "revive"),
+        *("phpstan", "psalm", "phpcs", "detekt", "cppcheck", "standardrb", "credo"),
     }
 )
 _TYPECHECK_TOOLS = frozenset({"mypy", "pyright", "tsc", "vue-tsc", "pytype", "basedpyright"})
@@ -115,6 +118,13 @@ _DEPLOY_VERBS = frozenset(
     }
 )
 _LOOK_VERBS = frozenset({"ls", "list", "inspect", "logs", "whoami", "env", "dev", "login"})
+_TASK_WORDS = {
+    **dict.fromkeys(("test", "nextest", "e2e"), "test"),
+    **dict.fromkeys(("lint", "clippy"), "lint"),
+    "build": "build",
+    "typecheck": "typecheck",
+    **dict.fromkeys(("beta", "release", "deploy"), "deploy"),
+}
 _INFRA_TOOLS = frozenset({"terraform", "tofu", "pulumi", "terragrunt", "cdk"})
 _MIGRATE_TOOLS = frozenset({"alembic", "flyway", "goose", "dbmate", "liquibase", "atlas"})
 _PACKAGE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
@@ -247,9 +257,9 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
     if tool == "php" and args[:1] == ["artisan"]:  # Laravel's manage.py
         tool, args = "manage.py", args[1:]
     if (
-        tool in ("python", "python3", "py", "bash", "sh", "node", "ruby", "perl")
+        tool in ("python", "python3", "py", "bash", "sh", "node", "ruby", "perl", "php")
         and args
-        and args[0].endswith((".py", ".sh", ".js", ".rb", ".pl"))
+        and (args[0].endswith((".py", ".sh", ".js", ".rb", ".pl")) or "/" in args[0])
         and not args[0].startswith("-")
     ):
         tool, args = args[0].rsplit("/", 1)[-1], args[1:]
@@ -260,6 +270,12 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
     low, low_sub = tool.lower(), sub.lower()
     positional = [a for a in args[1:] if not a.startswith("-")]
 
+    if low in ("test", "lint", "build", "e2e", "typecheck") and not (
+        args and args[0][:1] in "-$\"'["
+    ):
+        # a script name left by a runner prefix (`deno task test`, `turbo run build`), not the
+        # shell's `test -f x`
+        return key, _script_category(low)
     if low in _TRIVIAL:
         return key, None
     if low in _TEST_TOOLS:
@@ -273,7 +289,7 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
     if low in _FORMAT_TOOLS:
         return tool, "format"
     if low in ("go", "cargo", "dotnet", "deno", "swift", "mix", "zig", "flutter", "dart"):
-        if low_sub == "test":
+        if low_sub in ("test", "nextest"):
             return key, "test"
         if low_sub in ("build", "check"):
             return key, "build"
@@ -287,6 +303,9 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
             return key, "install"
         return key, None
     if low in _PACKAGE_MANAGERS:
+        # a workspace filter before the script: `pnpm --filter web test`, `yarn workspace web test`
+        if args[:1] in (["--filter"], ["-F"], ["-C"], ["--dir"], ["workspace"]) and len(args) > 2:
+            return _classify_words([tool, *args[2:]])
         if low_sub in ("install", "i", "ci") and not positional:
             return key, "install"
         if low == "yarn" and not sub:
@@ -390,6 +409,15 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
     category = _script_category(tool.rsplit(".", 1)[0]) if "." in tool else None
     if category is None and low_sub in ("lint", "test", "build", "fmt", "format", "typecheck"):
         category = _script_category(low_sub)  # `helm lint`, `buf build`: the subcommand says it
+    words_after = [a.lower() for a in args if not a.startswith("-")]
+    if category is None and "deploy" in words_after[:3]:
+        category = "deploy"  # `sam deploy`, `gcloud run deploy api`, `wrangler deploy`
+    if category is None and low in ("cargo", "yarn", "pnpm", "nx", "xcodebuild", "fastlane"):
+        # a workspace or target before the task: `yarn workspace web test`, `cargo nextest run`,
+        # `pnpm --filter web test`, `xcodebuild -scheme App build`
+        for word in (w for w in words_after if w in _TASK_WORDS):
+            category = _TASK_WORDS[word]
+            break
     return key, category
 
 
