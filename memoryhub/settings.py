@@ -246,6 +246,9 @@ API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50, minimum=1)
 SESSION_RECORD_MAX_BYTES = env_int("SESSION_RECORD_MAX_BYTES", 1024 * 1024, minimum=1024)
 SESSION_APPEND_MAX_RECORDS = env_int("SESSION_APPEND_MAX_RECORDS", 1000, minimum=1)
 SESSION_IMPORT_MAX_BYTES = env_int("SESSION_IMPORT_MAX_BYTES", 256 * 1024 * 1024, minimum=1024)
+# Imports up to this size run in the request (201); larger ones are staged in PostgreSQL and
+# imported by the worker (202 + a job to poll), so no request nears the server's timeout.
+SESSION_IMPORT_SYNC_MAX_BYTES = env_int("SESSION_IMPORT_SYNC_MAX_BYTES", 8 * 1024 * 1024, minimum=0)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 500, minimum=1)
 
 

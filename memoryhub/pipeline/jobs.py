@@ -132,13 +132,17 @@ def succeed(claim: Claim, *, detail: dict[str, object] | None = None) -> bool:
     return updated == 1
 
 
-def fail(claim: Claim, error: str, *, retry_delay_seconds: int) -> None:
-    """An error: retried after the delay while retries remain, then visibly failed."""
+def fail(
+    claim: Claim, error: str, *, retry_delay_seconds: int, permanent: bool = False
+) -> str | None:
+    """An error: retried after the delay while retries remain, then visibly failed.
+    `permanent`: retrying cannot help (the input is bad), so it fails at once. The status the
+    job is left in; None when the claim was lost."""
     now = timezone.now()
     job = Job.objects.filter(pk=claim.job_id, owner_token=claim.token).first()
     if job is None:
-        return
-    remaining = max(job.retries_remaining - 1, 0)
+        return None
+    remaining = 0 if permanent else max(job.retries_remaining - 1, 0)
     Job.objects.filter(pk=claim.job_id, owner_token=claim.token).update(
         status=Job.Status.ERROR if remaining else Job.Status.FAILED,
         retries_remaining=remaining,
@@ -148,3 +152,4 @@ def fail(claim: Claim, error: str, *, retry_delay_seconds: int) -> None:
         last_error=error[:ERROR_MAX_CHARS],
         finished_at=now,
     )
+    return Job.Status.ERROR if remaining else Job.Status.FAILED

@@ -17,6 +17,7 @@ class Job(models.Model):
         STAGE2 = "stage2"  # key: "project:<id>"
         REBUILD = "rebuild"  # key: "project:<id>"
         DREAM = "dream"  # key: "session:<public id>"
+        IMPORT = "import"  # key: the import's public id (a uuid hex, the URL's job id)
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -63,6 +64,31 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.key} {self.status}"
+
+
+class StagedChunk(models.Model):
+    """A piece of an upload waiting for its import job (POST …/sessions/import/ above
+    SESSION_IMPORT_SYNC_MAX_BYTES). In PostgreSQL, not a temp file: the web and the worker may
+    run in different containers (docker-compose) or on different hosts, and the database is the
+    one store both reach; the rows go with the job's transaction, so a failed upload leaves
+    none. Deleted when the job succeeds or fails for good."""
+
+    class Part(models.TextChoices):
+        TRANSCRIPT = "transcript"
+        META = "meta"  # a MewCode .meta
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+")
+    part = models.CharField(max_length=10, choices=Part.choices)
+    seq = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "part", "seq"], name="staged_chunk_order")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}:{self.part}:{self.seq}"
 
 
 class Stage1Output(models.Model):

@@ -412,6 +412,11 @@ def pipeline_scan_project(*, project: Project) -> dict[str, int]:
     window = schedule.dream_enqueue_due(project=project)
     if window is not None:
         tasks.send_on_commit(tasks.dream_run, window)
+    # Queued transcript imports whose message was lost (broker down, worker killed) go again.
+    for job_id in Job.objects.filter(
+        jobs.claimable(), project=project, kind=Job.Kind.IMPORT
+    ).values_list("pk", flat=True):
+        tasks.send_on_commit(tasks.session_import_run, job_id)
     return {
         "stage1": len(stage1),
         "stage2": int(stage2_job is not None),
@@ -467,7 +472,12 @@ def bank_clear(
         "memories": cleared,
         "artifacts": _deleted(BankArtifact.objects.filter(project=project)),
         "stage1_outputs": _deleted(Stage1Output.objects.filter(project=project)),
-        "jobs": _deleted(Job.objects.filter(project=project).exclude(kind=Job.Kind.REBUILD)),
+        "jobs": _deleted(
+            # A queued transcript import is not derived: it is the upload itself.
+            Job.objects.filter(project=project).exclude(
+                kind__in=[Job.Kind.REBUILD, Job.Kind.IMPORT]
+            )
+        ),
     }
     if include_transcripts:
         counts["sessions"] = _deleted(AgentSession.objects.filter(project=project))

@@ -61,3 +61,10 @@ def dream_run(job_id: int) -> None:
     from memoryhub.pipeline.dream import runner
 
     runner.dream_run(job_id=job_id)
+
+
+@_transient
+def session_import_run(job_id: int) -> None:
+    from memoryhub.pipeline import session_imports
+
+    session_imports.import_run(job_id=job_id)

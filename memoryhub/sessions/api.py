@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -393,6 +397,63 @@ class InvalidTranscript(ApplicationError):
     code = "validation_error"
 
 
+ImportJobOutput = inline_serializer(
+    "SessionImportJob",
+    {
+        "id": serializers.CharField(),
+        "status": serializers.ChoiceField(choices=["queued", "running", "succeeded", "failed"]),
+        "bytes": serializers.IntegerField(),
+        "retries_remaining": serializers.IntegerField(),
+        "error": inline_serializer(
+            "SessionImportJobError",
+            {
+                "code": serializers.CharField(),
+                "message": serializers.CharField(),
+                "details": serializers.DictField(),
+            },
+            allow_null=True,
+            help_text="Why it failed (the error envelope's body); null unless failed.",
+        ),
+        "session": SessionOutputSerializer(
+            allow_null=True, help_text="The imported session; null until succeeded."
+        ),
+        "created_at": serializers.DateTimeField(),
+        "started_at": serializers.DateTimeField(allow_null=True),
+        "finished_at": serializers.DateTimeField(allow_null=True),
+    },
+)
+
+
+def _import_job_data(job: Any) -> dict[str, Any]:
+    from memoryhub.pipeline.session_imports import PUBLIC_STATUS
+
+    public = PUBLIC_STATUS[job.status]
+    error = job.detail.get("error") if public == "failed" else None
+    return {
+        "id": job.key,
+        "status": public,
+        "bytes": job.detail.get("bytes", 0),
+        "retries_remaining": job.retries_remaining,
+        "error": error,
+        "session": SessionOutputSerializer(job.session).data
+        if public == "succeeded" and job.session is not None
+        else None,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+    }
+
+
+def _read_head(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
+    """Read up to `limit` bytes (plus the piece that crosses it); True when there is more."""
+    head = bytearray()
+    for piece in chunks:
+        head += piece
+        if len(head) > limit:
+            return bytes(head), True
+    return bytes(head), False
+
+
 class SessionImportApi(APIView):
     parser_classes = [MultiPartParser]
     max_body_bytes = settings.SESSION_IMPORT_MAX_BYTES
@@ -424,38 +485,66 @@ class SessionImportApi(APIView):
             ),
             "application/x-ndjson": OpenApiTypes.STR,
         },
-        responses={201: SessionOutputSerializer},
+        responses={201: SessionOutputSerializer, 202: ImportJobOutput},
     )
     def post(self, request: Request, slug: str) -> Response:
         """Import a whole transcript: a MewCode {id}.jsonl (+ {id}.meta) or a Claude Code
-        .jsonl, format auto-detected. All or nothing: a malformed line rejects the import."""
+        .jsonl, format auto-detected. All or nothing: a malformed line rejects the import.
+        Up to SESSION_IMPORT_SYNC_MAX_BYTES (8 MiB) it is imported now (201, the session);
+        a larger upload is streamed into the database and imported by the worker: 202 with
+        the job, whose URL (`Location`) says queued, running, succeeded (with the session) or
+        failed (with the error)."""
+        from memoryhub.pipeline import session_imports
         from memoryhub.sessions.importers import TranscriptFormatError
 
         access = _access(request, slug, Role.MEMBER)
         params = self.ImportParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         meta = None
+        chunks: Iterator[bytes]
         if request.content_type.startswith("multipart/form-data"):
             upload = request.FILES.get("transcript")
             if upload is None:
                 raise serializers.ValidationError({"transcript": ["A file is required."]})
-            lines: Any = iter(upload)
+            chunks = iter(upload.chunks(session_imports.CHUNK_BYTES))
             if "meta" in request.FILES:
                 meta = request.FILES["meta"].read()
         elif request.content_type.startswith(("application/x-ndjson", "application/jsonl")):
-            lines = iter(request.stream.readline, b"") if request.stream else iter(())
+            stream = request.stream
+            chunks = (
+                iter(lambda: stream.read(session_imports.CHUNK_BYTES), b"") if stream else iter(())
+            )
         else:
             raise serializers.ValidationError(
                 {"transcript": ["Send multipart/form-data or application/x-ndjson."]}
+            )
+        transcript_format = params.validated_data.get("format")
+        external_id = params.validated_data.get("external_id", "")
+        head, more = _read_head(chunks, settings.SESSION_IMPORT_SYNC_MAX_BYTES)
+        if more:
+            job = session_imports.import_stage(
+                project=access.project,
+                actor=access.actor,
+                transcript=itertools.chain([head], chunks),
+                meta=meta,
+                transcript_format=transcript_format,
+                external_id=external_id,
+                max_bytes=settings.SESSION_IMPORT_MAX_BYTES,
+            )
+            url = reverse("session-import-job", kwargs={"slug": slug, "job": job.key})
+            return Response(
+                _import_job_data(job),
+                status=status.HTTP_202_ACCEPTED,
+                headers={"Location": request.build_absolute_uri(url)},
             )
         try:
             session = services.session_import(
                 project=access.project,
                 actor=access.actor,
-                lines=lines,
+                lines=io.BytesIO(head),
                 meta=meta,
-                transcript_format=params.validated_data.get("format"),
-                external_id=params.validated_data.get("external_id", ""),
+                transcript_format=transcript_format,
+                external_id=external_id,
             )
         except TranscriptFormatError as exc:
             raise InvalidTranscript(
@@ -463,6 +552,17 @@ class SessionImportApi(APIView):
                 details={"transcript": [str(exc)], "line": exc.line},
             ) from None
         return Response(SessionOutputSerializer(session).data, status=status.HTTP_201_CREATED)
+
+
+class SessionImportJobApi(APIView):
+    @extend_schema(operation_id="sessions_import_job", responses=ImportJobOutput)
+    def get(self, request: Request, slug: str, job: str) -> Response:
+        """A queued transcript import: poll until `status` is succeeded or failed."""
+        from memoryhub.pipeline import session_imports
+
+        access = _access(request, slug)
+        found = session_imports.import_job_get(project=access.project, job_id=job)
+        return Response(_import_job_data(found))
 
 
 class SessionTranscriptPushApi(APIView):

@@ -8,6 +8,11 @@ R = S + "<str:ref>/"
 urlpatterns = [
     path(S, api.SessionCollectionApi.as_view(), name="sessions"),
     path(S + "import/", api.SessionImportApi.as_view(), name="sessions-import"),
+    path(
+        S + "import/jobs/<str:job>/",
+        api.SessionImportJobApi.as_view(),
+        name="session-import-job",
+    ),
     path(R, api.SessionDetailApi.as_view(), name="session-detail"),
     path(R + "records/", api.RecordCollectionApi.as_view(), name="session-records"),
     path(R + "resume/", api.SessionResumeApi.as_view(), name="session-resume"),

@@ -45,6 +45,7 @@ from accounts.services import token_create
 from memoryhub.memories import artifacts
 from memoryhub.memories.kinds import Scope
 from memoryhub.memories.models import Memory
+from memoryhub.pipeline.models import Job
 from memoryhub.recall import services as recall_services
 from memoryhub.sessions.models import AgentSession, SessionRecord, ToolResultDecision
 from projects.models import Role
@@ -187,6 +188,8 @@ ROUTES: dict[str, dict[str, Rule]] = {
     # --- sessions: s1 is the owner's; writing to a session takes its author or a maintainer -----
     "sessions": {"GET": R("viewer"), "POST": R("member", {"external_id": "s2"})},
     "sessions-import": {"POST": R("member", {}, fmt="multipart")},
+    # A transcript import queued by the owner (a big upload): the project's readers may poll it.
+    "session-import-job": {"GET": R("viewer", kwargs={"job": "{import_job}"})},
     "session-detail": {"GET": R("viewer"), "DELETE": R("maintainer")},
     "session-records": {
         "GET": R("viewer"),
@@ -509,6 +512,9 @@ def build_world() -> World:
         scope="project",
         data=recall_services.RecallFileInput(path="notes.md", content="v1"),
     )
+    import_job = Job.objects.create(
+        kind=Job.Kind.IMPORT, key="0" * 32, project=project, input_watermark=1
+    )
     project.settings = {"hindsight": {"mental_models": {"mm": {"name": "M", "source_query": "q"}}}}
     project.save(update_fields=["settings"])
     values = {
@@ -517,6 +523,7 @@ def build_world() -> World:
         "other_memory": str(other.public_id),
         "spare_token": str(spare.public_id),
         "private": str(private.public_id),
+        "import_job": import_job.key,
     }
     cookies = {name: web[name].cookies.output(header="", sep=";") for name in users}
     return World(api=api, web=web, values=values, private=private, cookies=cookies)
