@@ -13,6 +13,12 @@ not exist), NOT_FOUND (404: the caller may use the route but the object is not t
 UNAUTH (401, or the sign-in redirect on the web). A route missing from ROUTES, or an API method
 missing from its entry, fails the test.
 
+Besides the outcome, every answer is checked (answer_problems): a refusal of an API route is in
+that route's error shape (the envelope, or Hindsight's {"detail"}; 401 with WWW-Authenticate,
+a read-only token's 403 saying so); a refused write writes nothing (row counts and events); a
+successful API write leaves an audit or memory event, and every audited API write succeeds for
+someone, so that check runs. The MCP tools have the same matrix in test_mcp_matrix.py.
+
 On every cell the answer must not contain the marker of bob's private (user-scope) memory
 unless the caller is bob: not its text, not its id. Counts and statistics are checked by
 answering each of the owner's and the viewer's reads twice — with and without bob's private
@@ -33,7 +39,7 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.http import HttpResponse
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -42,13 +48,14 @@ from django.utils import timezone
 from accounts.actors import Actor
 from accounts.models import ApiToken, User
 from accounts.services import token_create
+from memoryhub.core.models import AuditEvent
 from memoryhub.memories import artifacts
 from memoryhub.memories.kinds import Scope
-from memoryhub.memories.models import Memory
+from memoryhub.memories.models import Memory, MemoryEvent
 from memoryhub.pipeline.models import Job
 from memoryhub.recall import services as recall_services
 from memoryhub.sessions.models import AgentSession, SessionRecord, ToolResultDecision
-from projects.models import Role
+from projects.models import Project, ProjectMembership, Role
 from projects.selectors import project_access
 from projects.services import membership_add, project_create
 from tests.factories import MemoryFactory, UserFactory
@@ -102,6 +109,11 @@ TAKEN_ID = {"outsider": CONFLICT}
 # equal another call's, and alpha is not touched (the private-memory check still applies).
 OWN_BANK = {"other_project_token": OK}
 
+# The memory a write acts on, when the stale one ({memory}) cannot take it.
+ACTIVE = {"memory_id": "{other_memory}"}
+PROPOSED = {"memory_id": "{proposed}"}
+TRANSCRIPT = b'{"type": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00Z"}\n'
+
 # route name (or pattern) → {method: Rule}. Reads with POST (recall, reflect) are not writes.
 ROUTES: dict[str, dict[str, Rule]] = {
     "healthz": {"GET": R("public")},
@@ -146,10 +158,10 @@ ROUTES: dict[str, dict[str, Rule]] = {
     "memory-history": {"GET": R("viewer")},
     "memory-similar": {"GET": R("viewer")},
     "memory-archive": {"POST": R("member", {"reason": "obsolete"})},
-    "memory-stale": {"POST": R("member", {"reason": "outdated"})},
+    "memory-stale": {"POST": R("member", {"reason": "outdated"}, kwargs=ACTIVE)},
     "memory-restore": {"POST": R("member", {})},
-    "memory-approve": {"POST": R("maintainer")},
-    "memory-reject": {"POST": R("maintainer", {"reason": "wrong"})},
+    "memory-approve": {"POST": R("maintainer", kwargs=PROPOSED)},
+    "memory-reject": {"POST": R("maintainer", {"reason": "wrong"}, kwargs=PROPOSED)},
     "memory-promote": {"POST": R("member")},
     "memory-merge": {"POST": R("member", {"other": "{other_memory}"})},
     "memory-delete": {"POST": R("owner", {"confirm": "{memory8}"})},
@@ -187,7 +199,7 @@ ROUTES: dict[str, dict[str, Rule]] = {
     },
     # --- sessions: s1 is the owner's; writing to a session takes its author or a maintainer -----
     "sessions": {"GET": R("viewer"), "POST": R("member", {"external_id": "s2"})},
-    "sessions-import": {"POST": R("member", {}, fmt="multipart")},
+    "sessions-import": {"POST": R("member", TRANSCRIPT, fmt="ndjson")},
     # A transcript import queued by the owner (a big upload): the project's readers may poll it.
     "session-import-job": {"GET": R("viewer", kwargs={"job": "{import_job}"})},
     "session-detail": {"GET": R("viewer"), "DELETE": R("maintainer")},
@@ -238,7 +250,8 @@ ROUTES: dict[str, dict[str, Rule]] = {
     "hindsight-memories": {"GET": R("viewer")},
     "hindsight-memory": {
         "GET": R("viewer"),
-        "PATCH": R("member", {"state": "invalidated", "reason": "old"}),
+        # The memory is stale: "valid" restores it (invalidating it again would change nothing).
+        "PATCH": R("member", {"state": "valid"}),
     },
     "hindsight-reflect": {"POST": R("viewer", {"query": "postgresql"})},
     "hindsight-documents": {"GET": R("viewer")},
@@ -485,6 +498,7 @@ def build_world() -> World:
 
     memory = MemoryFactory.create(project=project, status=Memory.Status.STALE, status_reason="old")
     other = MemoryFactory.create(project=project)
+    proposed = MemoryFactory.create(project=project, status=Memory.Status.PROPOSED)
     private = MemoryFactory.create(
         project=project,
         scope=Scope.USER,
@@ -521,6 +535,7 @@ def build_world() -> World:
         "memory": str(memory.public_id),
         "memory8": str(memory.public_id)[:8],
         "other_memory": str(other.public_id),
+        "proposed": str(proposed.public_id),
         "spare_token": str(spare.public_id),
         "private": str(private.public_id),
         "import_job": import_job.key,
@@ -591,6 +606,8 @@ def send(client: Client, method: str, url: str, rule: Rule, values: dict[str, st
     if rule.fmt == "json":
         data = b"" if body is None else json.dumps(body).encode()
         return client.generic(method, url, data=data, content_type="application/json")
+    if rule.fmt == "ndjson":
+        return client.generic(method, url, data=body, content_type="application/x-ndjson")
     if rule.fmt == "multipart":
         return client.post(url, body or {})
     return client.post(url, body or {}) if method == "POST" else client.get(url)
@@ -604,20 +621,46 @@ def outcome(response: Any, face: str) -> str:
     )
 
 
+# Tables whose row counts say whether a request wrote anything, and the two event logs.
+_COUNTED = [
+    m._meta.db_table
+    for m in (Memory, AgentSession, SessionRecord, Project, ProjectMembership, ApiToken, Job)
+]
+_EVENTS = [AuditEvent._meta.db_table, MemoryEvent._meta.db_table]
+
+
+def _counts() -> tuple[int, ...]:
+    """Row counts of _COUNTED then _EVENTS, in one statement."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in _COUNTED + _EVENTS)
+        )
+        row = cursor.fetchone()
+    return tuple(row)
+
+
 def call(world: World, caller: str, face: str, method: str, url: str, rule: Rule) -> Any:
-    """One request in a savepoint of its own: nothing it writes outlives it."""
+    """One request in a savepoint of its own: nothing it writes outlives it. The answer
+    carries `rows_written` and `events_written`: how the counted tables grew meanwhile."""
     client = (world.web if face == "web" else world.api)[caller]
     if face == "web" and caller in world.cookies:
         client.cookies = SimpleCookie(world.cookies[caller])  # a logout must not stick
     cache.clear()
     sid = transaction.savepoint_create()
     try:
+        before = _counts()
         response = send(client, method, url, rule, world.values)
         if response.streaming:  # read inside the savepoint: streams query as they go
             read = HttpResponse(b"".join(response.streaming_content), status=response.status_code)
             for name, value in response.items():
                 read[name] = value
-            return read
+            response = read
+        after = _counts()
+        split = len(_COUNTED)
+        response.rows_written = [
+            t for t, b, a in zip(_COUNTED, before[:split], after[:split], strict=True) if a != b
+        ]
+        response.events_written = sum(after[split:]) - sum(before[split:])
         return response
     finally:
         transaction.savepoint_rollback(sid)
@@ -649,6 +692,7 @@ def test_cell(key: str, method: str, world: World, db: None) -> None:
     write = method not in ("GET", "HEAD") and key not in POST_READS
     url = url_of(route, rule, world.values)
     wrong: list[str] = []
+    succeeded = False
     for caller in CALLERS:
         want = expected(rule, face, caller, write)
         response = call(world, caller, face, method, url, rule)
@@ -664,13 +708,72 @@ def test_cell(key: str, method: str, world: World, db: None) -> None:
             got = HIDDEN if same and got in (NOT_FOUND, OK) else got
         if got != want:
             wrong.append(f"{caller}: expected {want}, got {got} ({response.status_code})")
+        wrong += answer_problems(key, url, face, write, caller, got, response)
         if key not in PRIVATE_EXEMPT and shows_private(caller, response.content, world):
             wrong.append(f"{caller}: the answer shows bob's private memory")
+        succeeded = succeeded or 200 <= response.status_code < 300
+    # Every API write is exercised successfully by someone, so its audit check above ran.
+    exempt = NO_SUCCESSFUL_CALLER | UNAUDITED_WRITES
+    if write and face == "api" and key not in exempt and not succeeded:
+        wrong.append("no caller's write succeeded: the audit check did not run")
     assert wrong == [], f"{method} {key}:\n" + "\n".join(wrong)
 
 
 # Reads that use POST for their body: a read-only token may call them.
 POST_READS = {"recall", "hindsight-recall", "hindsight-reflect"}
+
+# Writes that succeed without an audit or memory event, each for a reason: appended records are
+# their own append-only log (each names its session and position); a transcript push appends
+# records too; a compaction stores a compact_boundary record; a restore is a new project whose
+# import is audited in it (tests/backups); issuing a token stores the token with its creation.
+# Audited API writes the matrix's request does not make succeed, each for a reason: promote
+# takes the caller's own private memory (memories' tests check its event); a restore and an
+# interchange import need a real backup or export file (tests/backups, tests/interchange
+# check their audit events).
+NO_SUCCESSFUL_CALLER = {"memory-promote", "project-restore", "interchange-import"}
+
+UNAUDITED_WRITES = {
+    "session-records",
+    "session-transcript",
+    "session-compact",
+}
+
+
+def answer_problems(
+    key: str, url: str, face: str, write: bool, caller: str, got: str, response: Any
+) -> list[str]:
+    """What is wrong with one answer besides its outcome: refusals in their route's shape
+    writing nothing, and successful API writes leaving an audit (or memory) event."""
+    problems = []
+    status = response.status_code
+    hindsight = key.startswith("hindsight-")
+    if url.startswith(("/api/v1/", "/v1/")) and got in (UNAUTH, DENIED) and status in (401, 403):
+        body = response.json()
+        if hindsight:
+            if set(body) != {"detail"}:  # Hindsight's own error shape
+                problems.append(f"{caller}: a Hindsight refusal not in {{detail}}: {body}")
+        elif set(body) != {"error"} or not body["error"].get("code"):
+            problems.append(f"{caller}: a refusal outside the error envelope: {body}")
+        if status == 401 and not response.get("WWW-Authenticate", "").startswith("Bearer"):
+            problems.append(f"{caller}: 401 without WWW-Authenticate: Bearer")
+        if status == 403 and caller == "read_only_token":
+            message = body["detail"] if hindsight else body["error"]["message"]
+            if "read-only" not in message:
+                problems.append(f"{caller}: 403 does not say the token is read-only")
+    if not write:
+        return problems
+    # A refusal writes nothing. (A HIDDEN 2xx is a project-restricted token writing to its own
+    # bank whatever bank id it names: OWN_BANK above; alpha is untouched, as the answer shows.)
+    refused = status in (401, 403, 404, 405) or got == UNAUTH
+    if refused and (response.rows_written or response.events_written):
+        problems.append(
+            f"{caller}: refused ({status}) yet wrote {response.rows_written} "
+            f"and {response.events_written} events"
+        )
+    successful = face == "api" and 200 <= status < 300
+    if successful and key not in UNAUDITED_WRITES and response.events_written < 1:
+        problems.append(f"{caller}: a successful write ({status}) left no audit event")
+    return problems
 
 
 # The owner's whole-project backup holds every member's memories, private ones included: a

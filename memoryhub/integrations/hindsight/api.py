@@ -511,7 +511,9 @@ class MentalModelRefreshApi(HindsightView):
     def post(self, request: Request, bank_id: str, model_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id, min_role=Role.MEMBER)
         selectors.mental_model(access=access, model_id=model_id)
-        requested = services.mental_model_refresh_request(project=access.project, model_id=model_id)
+        requested = services.mental_model_refresh_request(
+            project=access.project, model_id=model_id, actor=access.actor
+        )
         return Response(
             {
                 "operation_id": selectors.refresh_operation_id(model_id, requested),

@@ -203,11 +203,23 @@ def mental_model_create(
     return definition, True
 
 
-def mental_model_refresh_request(*, project: Project, model_id: str) -> datetime:
-    """Queue a refresh on the worker (after the surrounding transaction commits)."""
+@transaction.atomic
+def mental_model_refresh_request(
+    *, project: Project, model_id: str, actor: Actor | None = None
+) -> datetime:
+    """Queue a refresh on the worker (after the surrounding transaction commits). A person's
+    (or agent's) request is audited like the REST API's "enqueue now"."""
     from memoryhub.integrations.hindsight import tasks as hindsight_tasks
 
     requested = timezone.now()
+    if actor is not None:
+        audit_record(
+            actor=actor,
+            project=project,
+            verb="hindsight.mental_model_refresh_requested",
+            target_type="mental_model",
+            target_id=model_id,
+        )
     hindsight_tasks.mental_model_refresh.delay_on_commit(project.pk, model_id)  # type: ignore[attr-defined]
     return requested
 
