@@ -27,7 +27,10 @@ def mewcode_lines(records: int) -> list[bytes]:
     lines = []
     for i in range(records):
         if i % 2 == 0:
-            record = {"type": "user", "content": f"question {i}: " + "why " * (i % 97)}
+            record: dict[str, Any] = {
+                "type": "user",
+                "content": f"question {i}: " + "why " * (i % 97),
+            }
         else:
             record = {
                 "type": "assistant",
