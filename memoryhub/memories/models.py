@@ -59,8 +59,9 @@ class Memory(models.Model):
         SYSTEM = "system"
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # No index of its own: every index below starts with the project (one less per insert).
     project = models.ForeignKey(
-        "projects.Project", on_delete=models.CASCADE, related_name="memories"
+        "projects.Project", on_delete=models.CASCADE, related_name="memories", db_index=False
     )
     scope = models.CharField(max_length=8, choices=Scope.choices)
     owner = models.ForeignKey(
@@ -185,7 +186,10 @@ class Memory(models.Model):
 class MemoryEvent(ActorStamped):
     """Audit row for every change to a memory, written in the same transaction as the change."""
 
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="events")
+    # Indexed by (memory, created_at) below.
+    memory = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
     verb = models.CharField(max_length=32)
     before = models.JSONField(null=True, blank=True)
@@ -208,11 +212,19 @@ class MemoryTerm(models.Model):
     title, content and keywords.
     """
 
-    # Indexed by memoryterm_by_memory below.
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Indexed by memoryterm_by_memory below. No constraints in the database: its triggers
+    # (migration 0007) check what they checked once per statement instead of once per posting
+    # (a bulk import writes ~15 postings per memory), and delete a memory's postings with it.
+    memory = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
     # Indexed by memoryterm_postings below.
     project = models.ForeignKey(
-        "projects.Project", on_delete=models.CASCADE, related_name="+", db_index=False
+        "projects.Project",
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
     )
     term = models.CharField(max_length=64)
     tf = models.PositiveSmallIntegerField()
