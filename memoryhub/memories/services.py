@@ -104,9 +104,11 @@ def _postings(
 def _copy(cursor: Any, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """COPY `rows` into `table` (PostgreSQL): one statement for the triggers and checks,
     and no SQL text to build or parse for thousands of rows."""
-    with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
+    # Django's wrapper turns psycopg's errors into its own (IntegrityError…), as for execute().
+    with transaction.get_connection().wrap_database_errors:
+        with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
 
 
 def _db_value(field: models.Field[Any, Any], obj: models.Model) -> Any:
