@@ -105,10 +105,10 @@ def _copy(cursor: Any, table: str, columns: Sequence[str], rows: Iterable[Sequen
     """COPY `rows` into `table` (PostgreSQL): one statement for the triggers and checks,
     and no SQL text to build or parse for thousands of rows."""
     # Django's wrapper turns psycopg's errors into its own (IntegrityError…), as for execute().
-    with transaction.get_connection().wrap_database_errors:
-        with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+    statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+    with transaction.get_connection().wrap_database_errors, cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def _db_value(field: models.Field[Any, Any], obj: models.Model) -> Any:
