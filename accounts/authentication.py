@@ -22,7 +22,11 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         scheme, _, raw = header.partition(" ")
         if scheme.lower() != "bearer":
             return None
-        token = selectors.token_find_usable(raw=raw.strip())
+        # The project in the URL: its membership is read in the token's statement.
+        slug = ((getattr(request, "parser_context", None) or {}).get("kwargs") or {}).get("slug")
+        token = selectors.token_find_usable(
+            raw=raw.strip(), project_slug=slug if isinstance(slug, str) else None
+        )
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         services.token_touch(token=token)

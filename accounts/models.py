@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
@@ -42,6 +43,9 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Not a column: the owner's membership of the request's project, read with the token by
+    # selectors.token_find_usable and used once by projects.selectors.project_access.
+    prefetched_access: Any = None
 
     class Meta:
         # Serves the owner's token list, newest first.

@@ -1,22 +1,61 @@
 from __future__ import annotations
 
 import hmac
+from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from accounts import tokens
 from accounts.models import ApiToken, User
+from memoryhub.core import rows
+from projects.models import Project
 
 
-def token_find_usable(*, raw: str) -> ApiToken | None:
-    """The active token matching `raw`, compared in constant time, or None."""
+@dataclass(frozen=True)
+class PrefetchedAccess:
+    """The token owner's membership of one project, read with the token (single use: see
+    projects.selectors.project_access)."""
+
+    slug: str
+    role: str | None  # None: not a member (or no such project)
+    project: Project | None
+
+
+def _token_sql() -> str:
+    return (
+        f"SELECT {rows.columns(ApiToken, 't')}, {rows.columns(User, 'u')},"  # noqa: S608
+        f" m.role, {rows.columns(Project, 'p')}"
+        " FROM accounts_apitoken t JOIN accounts_user u ON u.id = t.user_id"
+        " LEFT JOIN projects_project p ON p.slug = %s"
+        " LEFT JOIN projects_projectmembership m ON m.project_id = p.id AND m.user_id = t.user_id"
+        " WHERE t.prefix = %s"
+    )
+
+
+def token_find_usable(*, raw: str, project_slug: str | None = None) -> ApiToken | None:
+    """The active token matching `raw`, compared in constant time, or None.
+
+    With `project_slug` (the request's project), the same statement reads the owner's
+    membership of that project and leaves it on the token for the request's one
+    project_access: one statement per request instead of three compiled querysets."""
     if not tokens.looks_like_token(raw):
         return None
     wanted = tokens.digest(raw)
-    candidates = ApiToken.objects.select_related("user").filter(prefix=tokens.prefix_of(raw))
-    for token in candidates:
-        if hmac.compare_digest(token.digest, wanted) and token.is_usable():
-            return token
+    with connection.cursor() as cursor:
+        cursor.execute(_token_sql(), [project_slug, tokens.prefix_of(raw)])
+        found = cursor.fetchall()
+    n_token, n_user = rows.width(ApiToken), rows.width(User)
+    for row in found:
+        token = rows.build(ApiToken, row[:n_token])
+        if not (hmac.compare_digest(token.digest, wanted) and token.is_usable()):
+            continue
+        token.user = rows.build(User, row[n_token : n_token + n_user])
+        if project_slug is not None:
+            role = row[n_token + n_user]
+            project = rows.build(Project, row[n_token + n_user + 1 :]) if role else None
+            token.prefetched_access = PrefetchedAccess(project_slug, role, project)
+        return token
     return None
 
 

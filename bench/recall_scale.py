@@ -5,7 +5,7 @@ and 100k memories in one project, on PostgreSQL, through real HTTP.
     export BENCH_DATABASE_URL=$(bench/pg.sh url)
     .venv/bin/python bench/recall_scale.py [--sizes 1000,10000,100000]
         [--endpoints search,recall,injection,hindsight,write] [--queries 1986] [--budget-s 90]
-        [--baseline DIR] [--exact-n 400] [--explain] [--json FILE]
+        [--baseline DIR] [--exact-n 400] [--exact-budget-s 150] [--explain] [--json FILE]
 
 One fresh database (dropped at the end), `gunicorn memoryhub.wsgi` with 2 sync workers, one
 project grown 0 → 1k → 10k → 100k by the bulk API in 1,000-item batches (ingest throughput is
@@ -27,8 +27,10 @@ An endpoint that answers 404 "No API endpoint" is skipped with a note (not built
 --baseline DIR: a second database and gunicorn serving DIR's code (e.g. `git worktree add
 /tmp/base <commit>`), fed the same batches and asked the same questions, each phase right
 after the other: "today" and "new" side by side from one run, under the same machine load.
-Exactness (--exact-n questions at the largest size, each side): the server's top 20 over HTTP
-against BM25 × decay recomputed in the bench from the database rows (every term, every memory).
+Exactness (--exact-n questions at the largest size, each side, at most --exact-budget-s
+seconds each; printed as soon as it is known): the server's top 20 over HTTP against the
+ranking recomputed in the bench from the database rows (every term, every memory): BM25 ×
+decay, then the context signals with their defaults when the server's code has them.
 
 Latency is the client's wall time per request (gunicorn's sync workers close the connection
 after each response, so it includes a TCP connect). Peak RSS is the max VmHWM over the
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import random
@@ -519,34 +522,72 @@ def explain_search(stack: h.Stack, slowest: str, sample: Sequence[str]) -> str:
 # --- Exactness --------------------------------------------------------------------------------
 
 
-def exactness(stack: h.Stack, questions: Sequence[str]) -> dict[str, float]:
+class _Weights:
+    """The default recall settings (memoryhub/recall/conf.py) the signals read."""
+
+    signal_session = 0.3
+    signal_neighbour = 0.3
+    signal_subject = 1.5
+
+
+def exactness(
+    stack: h.Stack, questions: Sequence[str], budget_s: float = float("inf")
+) -> dict[str, float]:
     """How often the server's top 20 (GET …/memories/search/, over HTTP) is the exact ranking,
     recomputed here from the database rows in plain Python: BM25 with the default k1 0.3, b 0
-    over every term and every memory, × the default decay (strength 0.1) at a fixed "now";
-    ties: earlier insertion first."""
+    over every term and every memory, × the default decay (strength 0.1) at a fixed "now", then
+    — when the server's code has them (memoryhub/recall/signals.py) — the context signals with
+    their defaults over the pool the ranking documents (the memories within the decay's floor of
+    the 20th best raw score): session coherence (the bench's memories have no source session,
+    so each is a session of its own and has no neighbours) and the subject factor (their
+    leading `Name:` label), through the server's own pure signals module. Ties: earlier
+    insertion first. Stops after `budget_s` seconds; the share is over the questions checked."""
     sys.path.insert(0, str(stack.app_dir))
     from memoryhub.memories.text import tokenize  # the server's own tokenizer
     from memoryhub.recall import scoring
 
-    k1, b, strength = 0.3, 0.0, 0.1
+    with_signals = (stack.app_dir / "memoryhub" / "recall" / "signals.py").exists()
+    # Pure Python, no Django; the new stack is checked first, so its module is the one loaded.
+    signals: Any = importlib.import_module("memoryhub.recall.signals") if with_signals else None
+
+    k1, b, strength, depth = 0.3, 0.0, 0.1, 20
+    floor = scoring.decay_floor(strength) if hasattr(scoring, "decay_floor") else 1.0
     now = datetime.fromisoformat(EXACT_AS_OF)
-    same20 = same5 = 0
+    same20 = same5 = checked = 0
     overlap = 0.0
+    started = time.perf_counter()
     with psycopg.connect(stack.db.url, autocommit=True) as conn:
         row = conn.execute("SELECT id FROM projects_project WHERE slug = %s", [PROJECT]).fetchone()
         assert row is not None
         project_id = row[0]
         memories = {
-            pk: (str(public_id), importance, created, updated, status, length)
-            for pk, public_id, importance, created, updated, status, length in conn.execute(
-                "SELECT id, public_id, importance, created_at, updated_at, status, term_count"
-                " FROM memories_memory WHERE project_id = %s",
-                [project_id],
+            pk: (str(public_id), importance, created, updated, status, length, session)
+            for pk, public_id, importance, created, updated, status, length, session in (
+                conn.execute(
+                    "SELECT id, public_id, importance, created_at, updated_at, status,"
+                    " term_count, source_session FROM memories_memory WHERE project_id = %s",
+                    [project_id],
+                )
             )
         }
+        if with_signals and any(m[6] for m in memories.values()):
+            raise h.BenchError("the exactness check assumes memories without a source session")
+        subjects: dict[int, frozenset[str]] = {}
+        if with_signals:
+            for pk, title, head, subject in conn.execute(
+                "SELECT id, title, substr(content, 1, 80), metadata->>'subject'"
+                " FROM memories_memory WHERE project_id = %s",
+                [project_id],
+            ):
+                text = signals.subject_text(
+                    title=title, content=head, metadata={"subject": subject}
+                )
+                subjects[pk] = frozenset(tokenize(text)) if text else frozenset()
         n_docs = len(memories)
         avgdl = sum(m[5] for m in memories.values()) / max(1, n_docs)
         for question in questions:
+            if time.perf_counter() - started > budget_s:
+                break
             qtf = Counter(tokenize(question))
             terms = [t for t, _ in qtf.most_common(64)]
             postings = conn.execute(
@@ -556,10 +597,12 @@ def exactness(stack: h.Stack, questions: Sequence[str]) -> dict[str, float]:
             ).fetchall()
             df = Counter(term for term, _, _ in postings)
             raw: dict[int, float] = {}
+            tf_of: dict[int, dict[str, int]] = {}
             for term, memory_id, tf in postings:
                 weight = scoring.idf(n_docs, df[term]) * qtf[term]
                 norm = k1 * (1 - b + b * memories[memory_id][5] / max(avgdl, 1e-9))
                 raw[memory_id] = raw.get(memory_id, 0.0) + weight * tf * (k1 + 1) / (tf + norm)
+                tf_of.setdefault(memory_id, {})[term] = tf
             active = {i: r for i, r in raw.items() if memories[i][4] == "active"}
             best = max(active.values(), default=0.0)
             scored = {
@@ -573,6 +616,41 @@ def exactness(stack: h.Stack, questions: Sequence[str]) -> dict[str, float]:
                 )
                 for i, r in active.items()
             }
+            if with_signals and scored:
+                if len(active) > depth:
+                    kth_raw = sorted(active.values(), reverse=True)[depth - 1]
+                    pool = [i for i, r in active.items() if r >= floor * kth_raw]
+                else:
+                    pool = list(active)
+                # Each memory is its own session: session BM25 with idf over sessions (= over
+                # memories, every status the caller sees) and the memory as the document.
+                session_scores = signals.session_bm25(
+                    tf={f"#{i}": tf_of[i] for i in pool},
+                    lengths={f"#{i}": memories[i][5] for i in pool},
+                    df=df,
+                    n_sessions=n_docs,
+                    qtf=qtf,
+                    k1=k1,
+                    b=b,
+                    avg_length=avgdl,
+                )
+                final = signals.rerank(
+                    [
+                        signals.Candidate(
+                            id=i,
+                            base=scored[i],
+                            session=f"#{i}",
+                            order=None,
+                            subject=subjects.get(i, frozenset()),
+                        )
+                        for i in pool
+                    ],
+                    adjacent={},
+                    session_scores=session_scores,
+                    query_terms=frozenset(qtf),
+                    weights=_Weights,
+                )
+                scored = {c.id: c.score for c in final}
             order = sorted(scored, key=lambda i: (-round(scored[i], 9), memories[i][2], i))
             expected = [memories[i][0] for i in order[:20]]
             response, _ = stack.api.call(
@@ -582,12 +660,15 @@ def exactness(stack: h.Stack, questions: Sequence[str]) -> dict[str, float]:
                 params={"q": question, "k": "20", "as_of": EXACT_AS_OF},
             )
             got = [r["id"] for r in response.json()["results"]]
+            checked += 1
             same20 += got == expected
             same5 += got[:5] == expected[:5]
             overlap += len(set(got) & set(expected)) / max(1, len(expected))
-    n = max(1, len(questions))
+    n = max(1, checked)
     return {
-        "questions": len(questions),
+        "questions": checked,
+        "asked": len(questions),
+        "signals": with_signals,
         "identical_top20_pct": 100 * same20 / n,
         "identical_top5_pct": 100 * same5 / n,
         "mean_overlap_top20_pct": 100 * overlap / n,
@@ -672,6 +753,22 @@ def render(
     return "\n".join(out)
 
 
+def exact_line(code: str, share: dict[str, Any], size: int) -> str:
+    cut = (
+        f" (of {share['asked']:,} asked: --exact-budget-s ran out)"
+        if share["questions"] < share["asked"]
+        else ""
+    )
+    against = "BM25 × decay + the context signals" if share["signals"] else "BM25 × decay"
+    return (
+        f"exact ({code}, {share['questions']:,} questions at {size:,}{cut}): identical top 20 "
+        f"for {share['identical_top20_pct']:.1f} %, identical top 5 for "
+        f"{share['identical_top5_pct']:.1f} %, mean overlap of the top 20 "
+        f"{share['mean_overlap_top20_pct']:.1f} % (against {against} recomputed from the "
+        "database rows in the bench)"
+    )
+
+
 def run(args: argparse.Namespace, admin_url: str) -> int:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     wanted = [e.strip() for e in args.endpoints.split(",") if e.strip()]
@@ -754,7 +851,8 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
             # The new stack first: its tokenizer and scoring are imported for both checks.
             for code, st in reversed(stacks):
                 h.log(f"exactness ({code}) over {args.exact_n} questions at {sizes[-1]:,}")
-                exact[code] = exactness(st, questions[: args.exact_n])
+                exact[code] = exactness(st, questions[: args.exact_n], args.exact_budget_s)
+                h.log(f"  {exact_line(code, exact[code], sizes[-1])}")
         facts = stack.facts
     wall = time.perf_counter() - started
     search_phases = [p for p in phases if p.endpoint == "search"]
@@ -771,13 +869,7 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
         "CPU per query does not."
     )
     for code, share in exact.items():
-        notes.append(
-            f"exact ({code}, {share['questions']:,} questions at {sizes[-1]:,}): identical top 20 "
-            f"for {share['identical_top20_pct']:.1f} %, identical top 5 for "
-            f"{share['identical_top5_pct']:.1f} %, mean overlap of the top 20 "
-            f"{share['mean_overlap_top20_pct']:.1f} % (against BM25 + decay recomputed from the "
-            "database rows in the bench)"
-        )
+        notes.append(exact_line(code, share, sizes[-1]))
     notes.append(f"whole run {wall / 60:,.1f} min")
     print(render(facts, phases, ingests, sizes_info, notes))
     if explain:
@@ -835,6 +927,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=400,
         help="questions for the exactness check at the largest size (0: none)",
+    )
+    parser.add_argument(
+        "--exact-budget-s",
+        type=float,
+        default=150.0,
+        help="seconds for the exactness check per code; the share is over the questions checked",
     )
     parser.add_argument("--data", default=str(L.DATA), help="locomo10.json (default: %(default)s)")
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")

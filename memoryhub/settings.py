@@ -181,7 +181,7 @@ CACHES = {
     # API rate-limit counters: shared by every process through Redis when there is one.
     "throttle": (
         {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "memoryhub.core.cache.RedisCache",  # one client per pool, not per call
             "LOCATION": env_str("REDIS_URL"),
             # Short: while Redis is down, requests skip the limit instead of waiting on it.
             "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},

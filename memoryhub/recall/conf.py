@@ -6,7 +6,8 @@ so term-frequency saturation and length normalisation barely help (k1 0.3, b 0),
 decay buries an old memory that answers the question under newer near-misses (−8 points of
 hit@5), so recency only nudges the order: score = raw × (1 − s + s × weight), weight from the
 step table, s = search_decay. Setting {"search_k1": 1.5, "search_b": 0.75, "search_decay": 1}
-and the signals off gives meow-memory's exact ranking. Keyword hits always use meow's formula.
+and the signals off gives meow-memory's exact ranking. Per-message recall hits (keyword_hits)
+are this same ranking's top two.
 
 The context signals (memoryhub.recall.signals, issue 14) were chosen on the same dev split
 (bench/locomo_explore.py --signals): session coherence 0.3, neighbour smoothing 0.3, subject

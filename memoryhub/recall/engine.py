@@ -32,11 +32,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Substr
 
 from accounts.models import User
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import BankChange, BankVersion, Memory, MemoryTerm
 from memoryhub.memories.selectors import memory_visible_mask
+from memoryhub.memories.text import tokenize
+from memoryhub.recall import signals
 
 # A delta larger than this share of the bank (or a bank with this share of dead slots) is
 # cheaper to rebuild than to patch.
@@ -63,7 +67,12 @@ _ROW_FIELDS = (
     "source_session",
     "source_record_start",
     "term_count",
+    "title",
+    "head",  # the content's start: a leading `Name:` label (signals.subject_text)
+    "subject_field",  # metadata["subject"]
 )
+# A leading "Name:" label is looked for in this much of the content.
+SUBJECT_LABEL_CHARS = 80
 
 
 @dataclass
@@ -96,6 +105,7 @@ _COLUMNS = (
     ("owner", np.int64),
     ("session", np.int32),
     ("order", np.int32),
+    ("subject", np.int32),  # code of the subject's text (signals.subject_text), -1: none
     ("alive", np.bool_),
 )
 
@@ -109,6 +119,9 @@ class BankIndex:
     postings: dict[str, Postings] = field(default_factory=dict)
     slot_of: dict[int, int] = field(default_factory=dict)
     sessions: dict[str, int] = field(default_factory=dict)  # source_session → code
+    subject_codes: dict[str, int] = field(default_factory=dict)  # subject text → code
+    subject_texts: list[str] = field(default_factory=list)
+    _subject_terms: dict[int, frozenset[str]] = field(default_factory=dict)  # tokenized lazily
     n_postings: int = 0
     _stats: dict[int | None, Stats] = field(default_factory=dict)
     _by_session: dict[int, np.ndarray] | None = None
@@ -125,6 +138,7 @@ class BankIndex:
     owner: np.ndarray = field(init=False)
     session: np.ndarray = field(init=False)
     order: np.ndarray = field(init=False)
+    subject: np.ndarray = field(init=False)
     alive: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -211,6 +225,16 @@ class BankIndex:
             stats.sessions = self._distinct_sessions(self._visible_codes(every, stats))
         return stats.sessions
 
+    def subject_terms(self, slot: int) -> frozenset[str]:
+        """The subject's terms of the memory in `slot` (empty: it has none)."""
+        code = int(self.subject[slot])
+        if code < 0:
+            return frozenset()
+        terms = self._subject_terms.get(code)
+        if terms is None:
+            terms = self._subject_terms[code] = frozenset(tokenize(self.subject_texts[code]))
+        return terms
+
     def session_codes(self, names: Iterable[str]) -> np.ndarray:
         return np.array([self.sessions[s] for s in names if s in self.sessions], np.int32)
 
@@ -234,11 +258,21 @@ class BankIndex:
             code = self.sessions[name] = len(self.sessions)
         return code
 
+    def _subject_code(self, title: str, head: str, subject_field: str | None) -> int:
+        text = signals.subject_text(title=title, content=head, metadata={"subject": subject_field})
+        if not text:
+            return -1
+        code = self.subject_codes.get(text)
+        if code is None:
+            code = self.subject_codes[text] = len(self.subject_texts)
+            self.subject_texts.append(text)
+        return code
+
     def _add_rows(self, rows: Sequence[tuple]) -> None:
         self._reserve(len(rows))
         for row in rows:
             (pk, scope, owner, kind, sub, importance, status, created, updated, sess, start, tc) = (
-                row
+                row[:12]
             )
             slot = self.size
             self.size += 1
@@ -255,6 +289,7 @@ class BankIndex:
             self.owner[slot] = owner or NO_OWNER
             self.session[slot] = self._session_code(sess)
             self.order[slot] = NO_ORDER if start is None else start
+            self.subject[slot] = self._subject_code(*row[12:])
             self.alive[slot] = True
 
     def _kill(self, memory_ids: Iterable[int]) -> None:
@@ -288,14 +323,24 @@ class BankIndex:
 
 
 def _version(project_id: int) -> int:
-    row = BankVersion.objects.filter(project_id=project_id).values_list("version", flat=True)
-    return next(iter(row), 0)
+    # Every request reads it: a plain statement, no queryset to compile.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT version FROM {BankVersion._meta.db_table} WHERE project_id = %s",  # noqa: S608
+            [project_id],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else 0
 
 
 def _rows(project_id: int, ids: Sequence[int] | None = None) -> list[tuple]:
     memories = Memory.objects.filter(project_id=project_id)
     if ids is not None:
         memories = memories.filter(pk__in=list(ids))
+    memories = memories.annotate(
+        head=Substr("content", 1, SUBJECT_LABEL_CHARS),
+        subject_field=KeyTextTransform("subject", "metadata"),
+    )
     return list(memories.order_by("pk").values_list(*_ROW_FIELDS))
 
 

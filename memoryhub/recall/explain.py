@@ -5,8 +5,8 @@ memories with each raw score split into its terms (idf × query count × BM25's 
 module names the decay factor the ranking applied. A test holds the explained total equal to
 what GET …/memories/search/ answers.
 
-Keyword hits (meow-memory's per-message formula) already carry their factors
-(keyword_hits.KeywordHit); preview() returns them as they are.
+The per-message recall hits (keyword_hits) come from the same ranking; preview() shows their
+scores as they are.
 
 Side-effect free on purpose: memory_search records hit counts and the session's seen set, and
 recall_for_message marks what it returns as injected; a preview must change neither.
@@ -32,7 +32,7 @@ from memoryhub.recall import keyword_hits, recall_files, scoring, selectors
 from memoryhub.recall.conf import recall_config
 from memoryhub.recall.injection import Payload, Profile, build_payload
 from memoryhub.recall.layout import estimate_tokens
-from memoryhub.recall.search import SearchQuery, TermPart, rank
+from memoryhub.recall.search import Hit, SearchQuery, TermPart, rank
 from memoryhub.recall.services import hits_block, recall_text
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access
@@ -131,7 +131,7 @@ class RecallPreview:
     """The per-message recall (POST …/recall/) an agent would get for `prompt`."""
 
     text: str
-    hits: list[keyword_hits.KeywordHit]
+    hits: list[Hit]
     files: list[str]  # recall file paths the selector chose
 
     @property

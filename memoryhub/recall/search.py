@@ -12,15 +12,14 @@ rank() is the one ranking: memory_search and the explanations (explain.py) both 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
-from django.db import transaction
-from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Substr
+from django.db import connection, transaction
 from django.utils import timezone
 
+from memoryhub.core import rows
 from memoryhub.embeddings import rescore
 from memoryhub.memories import text
 from memoryhub.memories.kinds import Scope
@@ -40,7 +39,6 @@ FIRST_UNSEEN_BLIND = 5  # meow-memory's 5 + 5: the first five whatever was seen
 # neighbours join them). Deeper pools changed nothing on LoCoMo-R's dev split (20, 30, 50 and
 # 100 gave the same hit@5) (bench/_locomo.SIGNAL_POOL).
 SIGNAL_POOL = 20
-SUBJECT_LABEL_CHARS = 80  # a leading "Name:" label is looked for in this much of the content
 
 
 @dataclass(frozen=True)
@@ -245,6 +243,11 @@ def rank(
                 )
                 for slot, base in context.joined.items()
             ]
+            if config.signal_subject != 1:  # subjects from the copy, no statement
+                context.subjects = {
+                    int(bank.ids[slot]): bank.subject_terms(int(slot))
+                    for slot in [*slots[near].tolist(), *context.joined]
+                }
     if context is not None:
         pool = _with_signals(pool, context, qtf, config)
     # Ties: insertion order, earlier first (the LoCoMo-R protocol's rule too).
@@ -277,6 +280,7 @@ class _Context:
     order: dict[int, int | None]  # memory id → source_record_start
     adjacent: dict[int, tuple[int | None, int | None]]  # memory id → (previous, next)
     session_scores: dict[str, float]
+    subjects: dict[int, frozenset[str]] = field(default_factory=dict)  # memory id → terms
 
 
 def _context(
@@ -387,30 +391,11 @@ def _context(
     )
 
 
-def _subjects(ids: list[int]) -> dict[int, frozenset[str]]:
-    """Each memory's subject terms (signals.subject_text): one statement, the fields it reads."""
-    rows = (
-        Memory.objects.filter(pk__in=ids)
-        .annotate(
-            head=Substr("content", 1, SUBJECT_LABEL_CHARS),
-            subject_field=KeyTextTransform("subject", "metadata"),
-        )
-        .values_list("pk", "title", "head", "subject_field")
-    )
-    out = {}
-    for pk, title, head, subject_field in rows:
-        subject = signals.subject_text(
-            title=title, content=head, metadata={"subject": subject_field}
-        )
-        out[pk] = frozenset(text.tokenize(subject)) if subject else frozenset()
-    return out
-
-
 def _with_signals(
     pool: list[Ranked], context: _Context, qtf: Counter[str], config: RecallConfig
 ) -> list[Ranked]:
     by_id = {r.memory_id: r for r in pool}
-    subjects = _subjects(list(by_id)) if config.signal_subject != 1 else {}
+    subjects = context.subjects
     scored = signals.rerank(
         [
             signals.Candidate(
@@ -483,7 +468,7 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
         chosen = blind + rest[: query.k - len(blind)]
     if not chosen:
         return []
-    full = Memory.objects.filter(project=access.project).in_bulk([r.memory_id for r in chosen])
+    full = load_memories(project_id=access.project.pk, ids=[r.memory_id for r in chosen])
     # A memory deleted since the bank copy was read is left out.
     hits = [
         Hit(memory=full[r.memory_id], score=r.score, raw=r.raw, base=r.base, parts=r.signal)
@@ -495,14 +480,32 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
     return hits
 
 
-@transaction.atomic
+def load_memories(*, project_id: int, ids: list[int]) -> dict[int, Memory]:
+    """The winners, by id: one hand-written statement on PostgreSQL (the queryset's compilation
+    cost more than the read)."""
+    if connection.vendor != "postgresql":
+        return Memory.objects.filter(project_id=project_id).in_bulk(ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.columns(Memory, 'm')} FROM memories_memory m"  # noqa: S608
+            " WHERE m.project_id = %s AND m.id = ANY(%s)",
+            [project_id, ids],
+        )
+        found = [rows.build(Memory, row) for row in cursor.fetchall()]
+    return {memory.pk: memory for memory in found}
+
+
 def _record_access(hits: list[Hit], session: AgentSession | None) -> None:
     """Bookkeeping: hit counts, last access, and the session's seen set (an upsert, so a memory
-    seen again after a compaction counts as seen again)."""
+    seen again after a compaction counts as seen again). Without a session it is one UPDATE,
+    atomic on its own (no BEGIN/COMMIT round trips)."""
     ids = [hit.memory.pk for hit in hits]
     now = timezone.now()
-    memory_record_access(memory_ids=ids, at=now)
-    if session is not None:
+    if session is None:
+        memory_record_access(memory_ids=ids, at=now)
+        return
+    with transaction.atomic():
+        memory_record_access(memory_ids=ids, at=now)
         services.recall_seen_mark(
             session=session, memory_ids=ids, reason=RecallSeen.Reason.SEARCHED
         )

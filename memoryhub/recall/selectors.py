@@ -7,11 +7,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from django.db import connection
 from django.db.models import Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Substr
 from django.http import Http404
 
 from accounts.models import User
+from memoryhub.core import rows
 from memoryhub.memories import markup
 from memoryhub.memories.kinds import Scope
 from memoryhub.memories.models import Memory
@@ -81,6 +83,8 @@ def recall_candidates(*, access: ProjectAccess, session: AgentSession | None) ->
     """What the selector chooses from: the caller's user files and the project's files that
     this session has not been shown yet, newest first, at most 200; directory indexes
     (MEMORY.md) are never candidates."""
+    if connection.vendor == "postgresql":
+        return _recall_candidates_sql(access, session)
     files = (
         _visible_recall_files(access.project, access.actor.user)
         .exclude(path=RecallFile.INDEX_NAME)
@@ -90,6 +94,51 @@ def recall_candidates(*, access: ProjectAccess, session: AgentSession | None) ->
         files = files.exclude(pk__in=surfaced_file_ids(session=session))
     # Up to 200 files of up to 200 KB: the selector needs only their headers.
     return list(files.defer("content").order_by("-updated_at", "pk")[:MAX_RECALL_CANDIDATES])
+
+
+_NO_CONTENT = ("content",)
+
+
+def _since_compaction_sql(session_column: str) -> str:
+    """SQL: the session's last compact boundary (−infinity without one), as
+    _since_last_compaction."""
+    return (
+        f"COALESCE((SELECT r.created_at FROM {SessionRecord._meta.db_table} r"  # noqa: S608
+        f" WHERE r.session_id = {session_column} AND r.type = 'compact_boundary'"
+        " ORDER BY r.\"index\" DESC LIMIT 1), '-infinity'::timestamptz)"
+    )
+
+
+def _recall_candidates_sql(access: ProjectAccess, session: AgentSession | None) -> list[RecallFile]:
+    """recall_candidates in one hand-written statement (it runs on every POST …/recall/)."""
+    user = access.actor.user
+    sql = (
+        f"SELECT {rows.columns(RecallFile, 'f', _NO_CONTENT)}"  # noqa: S608
+        f" FROM {RecallFile._meta.db_table} f"
+        " WHERE f.project_id = %(project)s"
+        " AND (f.scope = %(project_scope)s OR (f.scope = %(user_scope)s AND f.owner_id = %(user)s))"
+        " AND f.path <> %(index)s AND f.path NOT LIKE %(nested_index)s"
+    )
+    params: dict[str, object] = {
+        "project": access.project.pk,
+        "project_scope": Scope.PROJECT,
+        "user_scope": Scope.USER,
+        "user": user.pk if user is not None else None,
+        "index": RecallFile.INDEX_NAME,
+        "nested_index": "%/" + RecallFile.INDEX_NAME,
+    }
+    if session is not None:
+        sql += (
+            f" AND NOT EXISTS (SELECT 1 FROM {RecallSurfaced._meta.db_table} s"  # noqa: S608
+            " WHERE s.session_id = %(session)s AND s.recall_file_id = f.id"
+            f" AND s.created_at > {_since_compaction_sql('%(session)s')})"
+        )
+        params["session"] = session.pk
+    sql += " ORDER BY f.updated_at DESC, f.id LIMIT %(limit)s"
+    params["limit"] = MAX_RECALL_CANDIDATES
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [rows.build(RecallFile, row, _NO_CONTENT) for row in cursor.fetchall()]
 
 
 def recall_files_with_content(*, files: Sequence[RecallFile]) -> list[RecallFile]:
@@ -130,6 +179,22 @@ def seen_memory_ids(
     """THE "seen since the last compaction" rule: memories shown to the session (injected or
     returned by a search; only `reason` when given; only those `among` when given) since its
     last compact boundary. Seen-rows are written by services.recall_seen_mark only."""
+    if connection.vendor == "postgresql":  # every recall and session search asks: one statement
+        sql = (
+            f"SELECT memory_id FROM {RecallSeen._meta.db_table}"  # noqa: S608
+            " WHERE session_id = %(session)s"
+            f" AND created_at > {_since_compaction_sql('%(session)s')}"
+        )
+        params: dict[str, object] = {"session": session.pk}
+        if reason is not None:
+            sql += " AND reason = %(reason)s"
+            params["reason"] = reason
+        if among is not None:
+            sql += " AND memory_id = ANY(%(among)s)"
+            params["among"] = list(among)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return {memory_id for (memory_id,) in cursor.fetchall()}
     seen = RecallSeen.objects.filter(session=session)
     if reason is not None:
         seen = seen.filter(reason=reason)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from accounts.actors import Actor
@@ -25,7 +25,7 @@ from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.core.services import audit_record
 from memoryhub.memories import markup, trees
 from memoryhub.memories.kinds import Scope
-from memoryhub.recall import keyword_hits, recall_files, selectors
+from memoryhub.recall import keyword_hits, recall_files, search, selectors
 from memoryhub.recall.models import (
     InstructionFile,
     RecallFile,
@@ -367,13 +367,13 @@ HITS_HEADER = "Possibly relevant memories, for reference only:"
 
 @dataclass(frozen=True)
 class RecallResult:
-    hits: list[keyword_hits.KeywordHit]
+    hits: list[search.Hit]
     files: list[RecallFile]
     text: str
     now: datetime
 
 
-def hits_block(hits: Sequence[keyword_hits.KeywordHit]) -> str:
+def hits_block(hits: Sequence[search.Hit]) -> str:
     """meow-memory's hit block: per hit `[kind] [id] YYYY-MM-DD HH:MM UTC`, then the content
     and a blank line."""
     if not hits:
@@ -396,7 +396,6 @@ def recall_text(blocks: Sequence[str]) -> str:
     return f"{INJECTION_OPEN}\n<system-reminder>\n{body}\n</system-reminder>\n{INJECTION_CLOSE}"
 
 
-@transaction.atomic
 def recall_seen_mark(
     *,
     session: AgentSession,
@@ -408,23 +407,46 @@ def recall_seen_mark(
     recall files. An upsert, so what is shown again after a compaction counts as shown again
     (selectors.seen_memory_ids reads it)."""
     now = timezone.now()
-    RecallSeen.objects.bulk_create(
-        [
-            RecallSeen(session=session, memory_id=i, reason=reason, created_at=now)
-            for i in memory_ids
-        ],
-        update_conflicts=True,
-        unique_fields=["session", "memory", "reason"],
-        update_fields=["created_at"],
-    )
-    if not file_ids:
+    if not file_ids:  # one statement: atomic on its own, no BEGIN/COMMIT round trips
+        _seen_upsert(session=session, memory_ids=memory_ids, reason=reason, now=now)
         return
-    RecallSurfaced.objects.bulk_create(
-        [RecallSurfaced(session=session, recall_file_id=i, created_at=now) for i in file_ids],
-        update_conflicts=True,
-        unique_fields=["session", "recall_file"],
-        update_fields=["created_at"],
-    )
+    with transaction.atomic():
+        _seen_upsert(session=session, memory_ids=memory_ids, reason=reason, now=now)
+        RecallSurfaced.objects.bulk_create(
+            [RecallSurfaced(session=session, recall_file_id=i, created_at=now) for i in file_ids],
+            update_conflicts=True,
+            unique_fields=["session", "recall_file"],
+            update_fields=["created_at"],
+        )
+
+
+def _seen_upsert(
+    *, session: AgentSession, memory_ids: Sequence[int], reason: str, now: datetime
+) -> None:
+    if not memory_ids:
+        return
+    if connection.vendor != "postgresql":
+        RecallSeen.objects.bulk_create(
+            [
+                RecallSeen(session=session, memory_id=i, reason=reason, created_at=now)
+                for i in memory_ids
+            ],
+            update_conflicts=True,
+            unique_fields=["session", "memory", "reason"],
+            update_fields=["created_at"],
+        )
+        return
+    # An injection marks a few hundred memories on every request: one array parameter instead
+    # of a model instance and a placeholder per row.
+    table = RecallSeen._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (session_id, memory_id, reason, created_at)"  # noqa: S608
+            " SELECT %s, m, %s, %s FROM unnest(%s::bigint[]) AS m"
+            " ON CONFLICT (session_id, memory_id, reason)"
+            " DO UPDATE SET created_at = EXCLUDED.created_at",
+            [session.pk, reason, now, sorted(set(memory_ids))],
+        )
 
 
 def recall_for_message(

@@ -12,8 +12,8 @@ from rest_framework.views import APIView
 
 from accounts.actors import actor_of
 from memoryhub.recall import recall_files, services
-from memoryhub.recall.keyword_hits import KeywordHit
 from memoryhub.recall.models import RecallFile
+from memoryhub.recall.search import Hit
 from memoryhub.sessions.selectors import session_get
 from projects.selectors import project_access
 
@@ -39,7 +39,7 @@ class RecallMemoryResultSerializer(serializers.Serializer):
     score = serializers.FloatField()
     updated_at = serializers.DateTimeField(source="memory.updated_at")
 
-    def get_type(self, hit: KeywordHit) -> str:
+    def get_type(self, hit: Hit) -> str:
         return "memory"
 
 
@@ -93,7 +93,8 @@ class RecallApi(APIView):
 
     @extend_schema(operation_id="recall", request=RecallInput, responses=RecallOutput)
     def post(self, request: Request, slug: str) -> Response:
-        """Keyword hits and the recall files chosen for a user message, as one injection text;
+        """The one ranking's top two memories and the recall files chosen for a user message,
+        as one injection text;
         what is returned counts as shown to the session (not shown again until it compacts).
         Read-only tokens may call it."""
         access = project_access(slug=slug, actor=actor_of(request))
