@@ -27,10 +27,10 @@ An endpoint that answers 404 "No API endpoint" is skipped with a note (not built
 --baseline DIR: a second database and gunicorn serving DIR's code (e.g. `git worktree add
 /tmp/base <commit>`), fed the same batches and asked the same questions, each phase right
 after the other: "today" and "new" side by side from one run, under the same machine load.
-Exactness (--exact-n questions at the largest size, each side, at most --exact-budget-s
-seconds each; printed as soon as it is known): the server's top 20 over HTTP against the
-ranking recomputed in the bench from the database rows (every term, every memory): BM25 ×
-decay, then the context signals with their defaults when the server's code has them.
+Exactness (--exact-n questions at the largest size right after its ingest, each side, at most
+--exact-budget-s seconds each; logged as soon as it is known): the server's top 20 over HTTP
+against the ranking recomputed in the bench from the database rows (every term, every memory):
+BM25 × decay, then the context signals with their defaults when the server's code has them.
 
 Latency is the client's wall time per request (gunicorn's sync workers close the connection
 after each response, so it includes a TCP connect). Peak RSS is the max VmHWM over the
@@ -820,6 +820,14 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
                     sizes_info[size] = table_size(st.db)
                     sizes_info[size]["analyze_ms"] = int(analyze_s * 1000)
             have = size
+            if args.exact_n and size == sizes[-1]:
+                # Before the latency phases (which recycle the workers anyway), so a run cut
+                # short by its caller still has it; the new stack first: its tokenizer and
+                # scoring are imported for both checks.
+                for code, st in reversed(stacks):
+                    h.log(f"exactness ({code}) over {args.exact_n} questions at {size:,}")
+                    exact[code] = exactness(st, questions[: args.exact_n], args.exact_budget_s)
+                    h.log(f"  {exact_line(code, exact[code], size)}")
             for name in wanted:
                 for code, st in stacks:
                     endpoint = next(e for e in endpoints[code] if e.name == name)
@@ -847,12 +855,6 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
             slowest = max(range(len(last.latencies_ms)), key=lambda i: last.latencies_ms[i])
             h.log(f"EXPLAIN of the slowest search at {sizes[-1]:,}: {questions[slowest]!r}")
             explain = explain_search(stack, questions[slowest], questions[: args.profile_n])
-        if args.exact_n:
-            # The new stack first: its tokenizer and scoring are imported for both checks.
-            for code, st in reversed(stacks):
-                h.log(f"exactness ({code}) over {args.exact_n} questions at {sizes[-1]:,}")
-                exact[code] = exactness(st, questions[: args.exact_n], args.exact_budget_s)
-                h.log(f"  {exact_line(code, exact[code], sizes[-1])}")
         facts = stack.facts
     wall = time.perf_counter() - started
     search_phases = [p for p in phases if p.endpoint == "search"]

@@ -124,6 +124,9 @@ class BankIndex:
     _subject_terms: dict[int, frozenset[str]] = field(default_factory=dict)  # tokenized lazily
     n_postings: int = 0
     _stats: dict[int | None, Stats] = field(default_factory=dict)
+    # Per-slot masks of what a reader's query may return (search._admitted_mask), by reader and
+    # filters; dropped with the statistics whenever the bank changes.
+    masks: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict)
     _by_session: dict[int, np.ndarray] | None = None
     # Per-slot columns (numpy arrays of capacity ≥ size); their dtypes are in _COLUMNS.
     ids: np.ndarray = field(init=False)
@@ -388,6 +391,7 @@ def _apply(bank: BankIndex, changed: Sequence[int]) -> None:
             ).values_list("memory_id", "term", "tf")
         )
     bank._stats.clear()
+    bank.masks.clear()
     bank._by_session = None
 
 

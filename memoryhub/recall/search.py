@@ -148,6 +148,32 @@ def _admitted(
     return keep
 
 
+def _admitted_mask(
+    bank: engine.BankIndex, access: ProjectAccess, query: SearchQuery, now: float
+) -> np.ndarray:
+    """_admitted over every slot, kept on the bank copy per reader and filters until the bank
+    changes (a filter on age depends on "now": computed each time)."""
+    every = np.arange(bank.size)
+    if query.days is not None:
+        return _admitted(bank, every, access, query, now)
+    user = access.actor.user
+    key = (
+        user.pk if user is not None else None,
+        query.statuses,
+        query.kinds,
+        query.scope,
+        query.subcategory,
+        query.source_sessions,
+        query.exclude_source_sessions,
+    )
+    mask = bank.masks.get(key)
+    if mask is None:
+        if len(bank.masks) > 64:
+            bank.masks.clear()
+        mask = bank.masks[key] = _admitted(bank, every, access, query, now)
+    return mask
+
+
 def rank(
     *,
     access: ProjectAccess,
@@ -179,7 +205,7 @@ def rank(
         scores = _bm25(bank, weights, stats.avgdl, config)
         slots = np.flatnonzero(scores)
         at = now.timestamp()
-        slots = slots[_admitted(bank, slots, access, query, at)]
+        slots = slots[_admitted_mask(bank, access, query, at)[slots]]
         if not len(slots):
             return empty
         raw = scores[slots]
@@ -298,10 +324,7 @@ def _context(
 ) -> _Context:
     """Neighbours, sessions and session BM25 for the pool (memoryhub.recall.signals), computed
     over the memories the query may return; session statistics over what the caller may see."""
-    n = bank.size
-    admitted = np.zeros(n, np.bool_)
-    every = np.arange(n)
-    admitted[every[_admitted(bank, every, access, query, at)]] = True
+    admitted = _admitted_mask(bank, access, query, at)
     members = bank.by_session()
     session = bank.session
     adjacent: dict[int, tuple[int | None, int | None]] = {}

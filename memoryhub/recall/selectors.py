@@ -99,7 +99,7 @@ def recall_candidates(*, access: ProjectAccess, session: AgentSession | None) ->
 _NO_CONTENT = ("content",)
 
 
-def _since_compaction_sql(session_column: str) -> str:
+def since_compaction_sql(session_column: str) -> str:
     """SQL: the session's last compact boundary (−infinity without one), as
     _since_last_compaction."""
     return (
@@ -131,7 +131,7 @@ def _recall_candidates_sql(access: ProjectAccess, session: AgentSession | None) 
         sql += (
             f" AND NOT EXISTS (SELECT 1 FROM {RecallSurfaced._meta.db_table} s"  # noqa: S608
             " WHERE s.session_id = %(session)s AND s.recall_file_id = f.id"
-            f" AND s.created_at > {_since_compaction_sql('%(session)s')})"
+            f" AND s.created_at > {since_compaction_sql('%(session)s')})"
         )
         params["session"] = session.pk
     sql += " ORDER BY f.updated_at DESC, f.id LIMIT %(limit)s"
@@ -183,7 +183,7 @@ def seen_memory_ids(
         sql = (
             f"SELECT memory_id FROM {RecallSeen._meta.db_table}"  # noqa: S608
             " WHERE session_id = %(session)s"
-            f" AND created_at > {_since_compaction_sql('%(session)s')}"
+            f" AND created_at > {since_compaction_sql('%(session)s')}"
         )
         params: dict[str, object] = {"session": session.pk}
         if reason is not None:

@@ -437,14 +437,18 @@ def _seen_upsert(
         )
         return
     # An injection marks a few hundred memories on every request: one array parameter instead
-    # of a model instance and a placeholder per row.
+    # of a model instance and a placeholder per row. A row already dated today and after the
+    # session's last compaction stays as it is: re-dating it changes neither what counts as
+    # seen nor the dashboard's hits per day, and would rewrite every row on every request.
     table = RecallSeen._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} (session_id, memory_id, reason, created_at)"  # noqa: S608
+            f"INSERT INTO {table} AS seen (session_id, memory_id, reason, created_at)"  # noqa: S608
             " SELECT %s, m, %s, %s FROM unnest(%s::bigint[]) AS m"
             " ON CONFLICT (session_id, memory_id, reason)"
-            " DO UPDATE SET created_at = EXCLUDED.created_at",
+            " DO UPDATE SET created_at = EXCLUDED.created_at"
+            " WHERE seen.created_at < date_trunc('day', EXCLUDED.created_at)"
+            f" OR seen.created_at <= {selectors.since_compaction_sql('seen.session_id')}",
             [session.pk, reason, now, sorted(set(memory_ids))],
         )
 

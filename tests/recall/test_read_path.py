@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from datetime import datetime, timedelta
 
 import pytest
 from django.http import Http404
@@ -18,7 +19,11 @@ from accounts.services import token_create, token_revoke
 from memoryhub.core.cache import RedisCache
 from memoryhub.memories.models import Memory
 from memoryhub.recall.api.search import SearchResultSerializer
+from memoryhub.recall.models import RecallSeen
 from memoryhub.recall.search import Hit
+from memoryhub.recall.selectors import injected_memory_ids
+from memoryhub.recall.services import recall_payload_mark_injected
+from memoryhub.sessions.models import AgentSession
 from projects.models import Project
 from projects.selectors import membership_get, project_access
 from projects.services import membership_remove
@@ -26,6 +31,7 @@ from tests.conftest import bearer_client
 from tests.recall.memories import add_memory
 
 SEARCH = "/api/v1/projects/alpha/memories/search/"
+SESSIONS = "/api/v1/projects/alpha/sessions/"
 
 
 def test_search_rows_are_exactly_the_serializers_output(alice_client: APIClient) -> None:
@@ -122,3 +128,30 @@ def test_the_rate_limit_cache_reuses_one_redis_client() -> None:
     assert cache.get("b") == 1
     cache.delete_many(["a", "b"])
     assert cache.get("a") is None
+
+
+def test_marking_seen_again_redates_only_rows_of_an_earlier_day_or_before_a_compaction(
+    alice_client: APIClient,
+) -> None:
+    assert alice_client.post(SESSIONS, {"external_id": "s1"}, format="json").status_code == 201
+    memory = Memory.objects.get(public_id=add_memory(alice_client, "Redis runs on port 6380."))
+    session = AgentSession.objects.get(external_id="s1")
+    injected = RecallSeen.Reason.INJECTED
+
+    def stamp() -> datetime:
+        return RecallSeen.objects.get(session=session, memory=memory, reason=injected).created_at
+
+    recall_payload_mark_injected(session=session, memory_pks=[memory.pk, memory.pk])
+    first = stamp()
+    recall_payload_mark_injected(session=session, memory_pks=[memory.pk])
+    assert stamp() == first  # the same day, no compaction since: left as it was
+    yesterday = first - timedelta(days=1)
+    RecallSeen.objects.filter(session=session).update(created_at=yesterday)
+    recall_payload_mark_injected(session=session, memory_pks=[memory.pk])
+    assert stamp() > first  # shown again on a later day: dated today (the hits chart)
+    boundary = [{"type": "compact_boundary", "content": {"summary": "…", "keep": []}}]
+    response = alice_client.post(SESSIONS + "s1/records/", boundary, format="json")
+    assert response.status_code == 201, response.content
+    assert injected_memory_ids(session=session, among=[memory.pk]) == set()
+    recall_payload_mark_injected(session=session, memory_pks=[memory.pk])
+    assert injected_memory_ids(session=session, among=[memory.pk]) == {memory.pk}

@@ -51,7 +51,7 @@ class MemorySearchApi(APIView):
 
     @extend_schema(operation_id="memories_search", parameters=[SearchInput], responses=SearchOutput)
     def get(self, request: Request, slug: str) -> Response:
-        """Memories ranked by BM25 × recency (meow-memory's memory_search), best first."""
+        """Memories ranked by the one ranking (BM25 × recency, the context signals), best first."""
         access = project_access(slug=slug, actor=actor_of(request))
         params = self.SearchInput(data=request.query_params)
         params.is_valid(raise_exception=True)
