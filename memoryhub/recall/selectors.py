@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.db import connection
 from django.db.models import Q, QuerySet, Subquery, Value
@@ -119,7 +120,7 @@ def _recall_candidates_sql(access: ProjectAccess, session: AgentSession | None) 
         " AND (f.scope = %(project_scope)s OR (f.scope = %(user_scope)s AND f.owner_id = %(user)s))"
         " AND f.path <> %(index)s AND f.path NOT LIKE %(nested_index)s"
     )
-    params: dict[str, object] = {
+    params: dict[str, Any] = {
         "project": access.project.pk,
         "project_scope": Scope.PROJECT,
         "user_scope": Scope.USER,
@@ -185,7 +186,7 @@ def seen_memory_ids(
             " WHERE session_id = %(session)s"
             f" AND created_at > {since_compaction_sql('%(session)s')}"
         )
-        params: dict[str, object] = {"session": session.pk}
+        params: dict[str, Any] = {"session": session.pk}
         if reason is not None:
             sql += " AND reason = %(reason)s"
             params["reason"] = reason
