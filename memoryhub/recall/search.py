@@ -11,9 +11,12 @@ rank() is the one ranking: memory_search and the explanations (explain.py) both 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from django.db import connection, transaction
@@ -234,48 +237,38 @@ def rank(
             near = np.flatnonzero(raw >= floor * kth_raw)
         else:
             near = np.arange(len(slots))
-        pool = [
-            Ranked(
-                memory_id=int(bank.ids[slots[i]]),
-                raw=float(raw[i]),
-                score=float(decayed[i]),
-                base=float(decayed[i]),
-                importance=int(importance[i]),
-                updated_at=float(updated[i]),
-                created_at=float(bank.created[slots[i]]),
-                parts=_parts(bank, int(slots[i]), weights, qtf, df, stats.avgdl, config)
-                if explain
-                else (),
+
+        def ranked_of(slot: int, score: float, base: float, signal: Any = None) -> Ranked:
+            return Ranked(
+                memory_id=int(bank.ids[slot]),
+                raw=float(scores[slot]),
+                score=score,
+                base=base,
+                importance=int(bank.importance[slot]),
+                updated_at=float(bank.updated[slot]),
+                created_at=float(bank.created[slot]),
+                parts=_parts(bank, slot, weights, qtf, df, stats.avgdl, config) if explain else (),
+                signal=signal,
             )
-            for i in near
-        ]
-        context = None
+
         if config.signals_on:
-            context = _context(
-                bank, access, query, at, config, stats, qtf, weights, scores, slots[near], best
+            pool = _with_signals(
+                bank,
+                admitted=_admitted_mask(bank, access, query, at),
+                config=config,
+                stats=stats,
+                qtf=qtf,
+                weights=weights,
+                scores=scores,
+                pool=slots[near],
+                pool_base=decayed[near],
+                best=best,
+                at=at,
+                keep=depth,
+                ranked_of=ranked_of,
             )
-            pool += [
-                Ranked(
-                    memory_id=int(bank.ids[slot]),
-                    raw=float(scores[slot]),
-                    score=base,
-                    base=base,
-                    importance=int(bank.importance[slot]),
-                    updated_at=float(bank.updated[slot]),
-                    created_at=float(bank.created[slot]),
-                    parts=_parts(bank, slot, weights, qtf, df, stats.avgdl, config)
-                    if explain
-                    else (),
-                )
-                for slot, base in context.joined.items()
-            ]
-            if config.signal_subject != 1:  # subjects from the copy, no statement
-                context.subjects = {
-                    int(bank.ids[slot]): bank.subject_terms(int(slot))
-                    for slot in [*slots[near].tolist(), *context.joined]
-                }
-    if context is not None:
-        pool = _with_signals(pool, context, qtf, config)
+        else:
+            pool = [ranked_of(int(slots[i]), float(decayed[i]), float(decayed[i])) for i in near]
     # Ties: insertion order, earlier first (the LoCoMo-R protocol's rule too).
     pool.sort(key=lambda r: (-round(r.score, 9), r.created_at, r.memory_id))
     if dense:
@@ -297,145 +290,159 @@ def _rescored(
     return [replace(by_id[i], score=score) for i, score in fused]
 
 
-@dataclass
-class _Context:
-    """What the context signals need beyond the pool, read from the bank copy."""
-
-    joined: dict[int, float]  # slot → base of the neighbours that joined the pool
-    keys: dict[int, str]  # memory id → session key (signals.session_key's role)
-    order: dict[int, int | None]  # memory id → source_record_start
-    adjacent: dict[int, tuple[int | None, int | None]]  # memory id → (previous, next)
-    session_scores: dict[str, float]
-    subjects: dict[int, frozenset[str]] = field(default_factory=dict)  # memory id → terms
-
-
-def _context(
+def _with_signals(
     bank: engine.BankIndex,
-    access: ProjectAccess,
-    query: SearchQuery,
-    at: float,
+    *,
+    admitted: np.ndarray,
     config: RecallConfig,
     stats: engine.Stats,
     qtf: Counter[str],
     weights: dict[str, float],
     scores: np.ndarray,
     pool: np.ndarray,
+    pool_base: np.ndarray,
     best: float,
-) -> _Context:
-    """Neighbours, sessions and session BM25 for the pool (memoryhub.recall.signals), computed
-    over the memories the query may return; session statistics over what the caller may see."""
-    admitted = _admitted_mask(bank, access, query, at)
-    members = bank.by_session()
+    at: float,
+    keep: int,
+    ranked_of: Callable[[int, float, float, signals.Scored], Ranked],
+) -> list[Ranked]:
+    """The context signals (memoryhub.recall.signals.rerank's formula) over the pool and the
+    neighbours that join it, in numpy: a query of common words has thousands of candidates at
+    100k memories. Only the best `keep` (and whoever ties with the last of them) become Ranked
+    rows, sorted. Sessions and their statistics are over the memories the query may return;
+    session document frequencies over what the caller may see."""
     session = bank.session
-    adjacent: dict[int, tuple[int | None, int | None]] = {}
-    lengths: dict[str, float] = {}
-    joined: dict[int, float] = {}
+    members = bank.by_session()
     in_pool = set(pool.tolist())
-    named = sorted({int(c) for c in session[pool] if c >= 0})
+    pool_codes = session[pool]
+    named = np.unique(pool_codes[pool_codes >= 0]).tolist()
+    adjacent: dict[int, tuple[int | None, int | None]] = {}  # slot → (previous, next) slot
+    lengths: dict[str, float] = {}
+    joined: dict[int, float] = {}  # slot → base of a neighbour joining the pool
     for code in named:
         group = members[code]
         group = group[admitted[group]]
         lengths[f"s{code}"] = float(bank.length[group].sum())
-        ordered = [int(x) for x in group[bank.order[group] != engine.NO_ORDER]]
-        ids = [int(bank.ids[x]) for x in ordered]
+        ordered = group[bank.order[group] != engine.NO_ORDER].tolist()
         for position, slot in enumerate(ordered):
             prev = ordered[position - 1] if position > 0 else None
             nxt = ordered[position + 1] if position + 1 < len(ordered) else None
-            adjacent[ids[position]] = (
-                int(bank.ids[prev]) if prev is not None else None,
-                int(bank.ids[nxt]) if nxt is not None else None,
-            )
+            adjacent[slot] = (prev, nxt)
             if slot in in_pool:
                 for neighbour in (prev, nxt):
                     if neighbour is not None and neighbour not in in_pool:
-                        raw = float(scores[neighbour])
-                        joined[neighbour] = (
-                            float(
-                                scoring.decayed_many(
-                                    np.array([raw]),
-                                    best_raw=best,
-                                    importance=bank.importance[[neighbour]],
-                                    age_days=(at - bank.updated[[neighbour]]) / 86_400,
-                                    strength=config.search_decay,
-                                )[0]
-                            )
-                            if raw
-                            else 0.0
-                        )
-    candidates = np.array(sorted(in_pool | set(joined)), np.int64)
-    keys = {
-        int(bank.ids[x]): (f"s{session[x]}" if session[x] >= 0 else f"#{bank.ids[x]}")
-        for x in candidates
-    }
-    loners = candidates[session[candidates] < 0]
-    for x in loners:
-        lengths[f"#{bank.ids[x]}"] = float(bank.length[x])
-    # Query terms' counts per session (the pool's sessions) and per session-less candidate.
-    wanted = np.array(named, np.int64)
+                        joined[neighbour] = _decayed_one(bank, scores, neighbour, best, at, config)
+    candidates = np.concatenate([pool, np.array(list(joined), np.int64)]).astype(np.int64)
+    base = np.concatenate([pool_base, np.array(list(joined.values()), np.float64)])
+    # Session BM25 (signals.session_bm25's formula): a named session is one document (its
+    # query terms summed over its memories), a memory without a session is one of its own.
+    k1, b = config.search_k1, config.search_b
+    n_sessions = bank.session_count(stats)
+    avg_length = stats.n_docs * stats.avgdl / max(n_sessions, 1)
+    sdf = {term: bank.session_frequency(term, stats) for term in weights}
     tf: dict[str, dict[str, int]] = {}
-    sdf: dict[str, int] = {}
+    loner = np.zeros(bank.size, np.bool_)
+    loner[candidates[session[candidates] < 0]] = True
+    loner_score = np.zeros(bank.size, np.float64)
+    norm_a, norm_b = k1 * (1 - b), k1 * b / max(avg_length, 1e-9)
     for term in weights:
         postings = bank.postings[term]
-        codes = session[postings.slots]
-        take = admitted[postings.slots]
-        if len(wanted):
-            named_take = take & (codes >= 0)
-            sums = np.bincount(
-                codes[named_take], weights=postings.tf[named_take], minlength=len(bank.sessions)
-            )
+        if named:
+            codes = session[postings.slots]
+            take = admitted[postings.slots] & (codes >= 0)
+            sums = np.bincount(codes[take], weights=postings.tf[take], minlength=len(bank.sessions))
             for code in named:
                 if sums[code]:
                     tf.setdefault(f"s{code}", {})[term] = int(sums[code])
-        if len(loners):
-            mine = np.isin(postings.slots, loners)
-            for x, count in zip(postings.slots[mine], postings.tf[mine], strict=True):
-                tf.setdefault(f"#{bank.ids[x]}", {})[term] = int(count)
-        sdf[term] = bank.session_frequency(term, stats)
-    n_sessions = bank.session_count(stats)
-    session_scores = signals.session_bm25(
+        if sdf[term]:
+            idf = math.log(1 + (n_sessions - sdf[term] + 0.5) / (sdf[term] + 0.5)) * qtf[term]
+            mine = loner[postings.slots]
+            at_slots = postings.slots[mine]
+            count = postings.tf[mine].astype(np.float64)
+            norm = norm_a + norm_b * bank.length[at_slots]
+            loner_score[at_slots] += idf * count * (k1 + 1) / (count + norm)
+    named_scores = signals.session_bm25(
         tf=tf,
         lengths=lengths,  # type: ignore[arg-type]
         df=sdf,
         n_sessions=n_sessions,
         qtf=qtf,
-        k1=config.search_k1,
-        b=config.search_b,
-        avg_length=stats.n_docs * stats.avgdl / max(n_sessions, 1),
+        k1=k1,
+        b=b,
+        avg_length=avg_length,
     )
-    return _Context(
-        joined=joined,
-        keys=keys,
-        order={
-            int(bank.ids[x]): (None if bank.order[x] == engine.NO_ORDER else int(bank.order[x]))
-            for x in candidates
-        },
-        adjacent=adjacent,
-        session_scores=session_scores,
+    code_score = np.zeros(max(len(bank.sessions), 1), np.float64)
+    for code in named:
+        code_score[code] = named_scores.get(f"s{code}", 0.0)
+    codes = session[candidates]
+    session_score = np.where(codes >= 0, code_score[np.maximum(codes, 0)], loner_score[candidates])
+    # rerank: (base + neighbour × (previous + next base) + session × best base × share) × subject
+    best_base = float(base.max())
+    best_session = float(session_score.max())
+    base_of = dict(zip(candidates.tolist(), base.tolist(), strict=True))
+    around = np.zeros(len(candidates), np.float64)
+    for i in np.flatnonzero(codes >= 0).tolist():
+        prev, nxt = adjacent.get(int(candidates[i]), (None, None))
+        around[i] = (base_of.get(prev, 0.0) if prev is not None else 0.0) + (
+            base_of.get(nxt, 0.0) if nxt is not None else 0.0
+        )
+    near = config.signal_neighbour * around
+    coherence = (
+        config.signal_session * best_base * (session_score / best_session)
+        if best_session > 0
+        else np.zeros(len(candidates), np.float64)
     )
+    factor = np.ones(len(candidates), np.float64)
+    if config.signal_subject != 1:
+        query_terms = frozenset(qtf)
+        subject_codes = bank.subject[candidates]
+        for code in np.unique(subject_codes[subject_codes >= 0]).tolist():
+            terms = bank.subject_terms(int(candidates[np.argmax(subject_codes == code)]))
+            if terms and terms <= query_terms:
+                factor[subject_codes == code] = config.signal_subject
+    final = (base + near + coherence) * factor
+    # The best `keep` and whoever ties with the last of them, then the exact sort in Python.
+    key = -np.round(final, 9)
+    if len(key) > keep:
+        kth = np.partition(key, keep - 1)[keep - 1]
+        chosen = np.flatnonzero(key <= kth + 1e-9)
+    else:
+        chosen = np.arange(len(key))
+    out = [
+        ranked_of(
+            int(candidates[i]),
+            float(final[i]),
+            float(base[i]),
+            signals.Scored(
+                id=int(bank.ids[candidates[i]]),
+                score=float(final[i]),
+                base=float(base[i]),
+                neighbours=float(near[i]),
+                session=float(coherence[i]),
+                subject=float(factor[i]),
+            ),
+        )
+        for i in chosen.tolist()
+    ]
+    return out
 
 
-def _with_signals(
-    pool: list[Ranked], context: _Context, qtf: Counter[str], config: RecallConfig
-) -> list[Ranked]:
-    by_id = {r.memory_id: r for r in pool}
-    subjects = context.subjects
-    scored = signals.rerank(
-        [
-            signals.Candidate(
-                id=r.memory_id,
-                base=r.base,
-                session=context.keys[r.memory_id],
-                order=context.order[r.memory_id],
-                subject=subjects.get(r.memory_id, frozenset()),
-            )
-            for r in pool
-        ],
-        adjacent=context.adjacent,
-        session_scores=context.session_scores,
-        query_terms=frozenset(qtf),
-        weights=config,
+def _decayed_one(
+    bank: engine.BankIndex, scores: np.ndarray, slot: int, best: float, at: float, config: Any
+) -> float:
+    """The decayed score of one neighbour joining the pool (0 when it shares no term)."""
+    raw = float(scores[slot])
+    if not raw:
+        return 0.0
+    return float(
+        scoring.decayed_many(
+            np.array([raw]),
+            best_raw=best,
+            importance=bank.importance[[slot]],
+            age_days=(at - bank.updated[[slot]]) / 86_400,
+            strength=config.search_decay,
+        )[0]
     )
-    return [replace(by_id[s.id], score=s.score, signal=s) for s in scored]
 
 
 def _parts(

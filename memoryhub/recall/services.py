@@ -439,17 +439,23 @@ def _seen_upsert(
     # An injection marks a few hundred memories on every request: one array parameter instead
     # of a model instance and a placeholder per row. A row already dated today and after the
     # session's last compaction stays as it is: re-dating it changes neither what counts as
-    # seen nor the dashboard's hits per day, and would rewrite every row on every request.
+    # seen nor the dashboard's hits per day. So an unchanged payload handed out again writes
+    # nothing at all (an upsert would lock every row, and every request would wait for a WAL
+    # flush); only older rows are re-dated and only new ones inserted.
     table = RecallSeen._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} AS seen (session_id, memory_id, reason, created_at)"  # noqa: S608
-            " SELECT %s, m, %s, %s FROM unnest(%s::bigint[]) AS m"
-            " ON CONFLICT (session_id, memory_id, reason)"
-            " DO UPDATE SET created_at = EXCLUDED.created_at"
-            " WHERE seen.created_at < date_trunc('day', EXCLUDED.created_at)"
-            f" OR seen.created_at <= {selectors.since_compaction_sql('seen.session_id')}",
-            [session.pk, reason, now, sorted(set(memory_ids))],
+            f"WITH redated AS (UPDATE {table} AS seen SET created_at = %(now)s"  # noqa: S608
+            " WHERE seen.session_id = %(session)s AND seen.reason = %(reason)s"
+            " AND seen.memory_id = ANY(%(ids)s)"
+            " AND (seen.created_at < date_trunc('day', %(now)s::timestamptz)"
+            f" OR seen.created_at <= {selectors.since_compaction_sql('seen.session_id')})"
+            " RETURNING seen.memory_id)"
+            f" INSERT INTO {table} (session_id, memory_id, reason, created_at)"
+            " SELECT %(session)s, m, %(reason)s, %(now)s FROM unnest(%(ids)s::bigint[]) AS m"
+            " WHERE m NOT IN (SELECT memory_id FROM redated)"
+            " ON CONFLICT (session_id, memory_id, reason) DO NOTHING",
+            {"session": session.pk, "reason": reason, "now": now, "ids": sorted(set(memory_ids))},
         )
 
 
