@@ -138,25 +138,25 @@ def _reference(query: str, k: int = 20) -> list[tuple[str, float]]:
             if i in pool:
                 joined |= {x for x in (prev, nxt) if x is not None and x not in pool}
     candidates = pool | joined
-    tf: dict[str, dict[str, int]] = {}
+    session_tf: dict[str, dict[str, int]] = {}
     lengths: dict[str, int] = {}
     for i in candidates:
         if not memories[i].source_session:
             lengths[key(i)] = memories[i].term_count
             for term in weights:
                 if i in postings[term]:
-                    tf.setdefault(key(i), {})[term] = postings[term][i]
+                    session_tf.setdefault(key(i), {})[term] = postings[term][i]
     for name in pool_sessions:
         group = by_session[name]
         lengths[f"s:{name}"] = sum(memories[i].term_count for i in group)
         for term in weights:
             count = sum(postings[term].get(i, 0) for i in group)
             if count:
-                tf.setdefault(f"s:{name}", {})[term] = count
+                session_tf.setdefault(f"s:{name}", {})[term] = count
     sessions_of = {term: {key(i) for i in postings[term]} for term in weights}
     n_sessions = len({key(i) for i in memories})
     session_scores = signals.session_bm25(
-        tf=tf,
+        tf=session_tf,
         lengths=lengths,
         df={t: len(s) for t, s in sessions_of.items()},
         n_sessions=n_sessions,
