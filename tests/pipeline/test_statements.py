@@ -65,6 +65,7 @@ def _only(text: str) -> ExtractedMemory:
         ("所有定时任务由 xxl-job 调度。", "rule"),
         ("金额字段以分为单位存储。", "rule"),
         ("控制器里只做参数校验，业务逻辑放在 service 层。", "rule"),
+        ("发版前先在预发环境验一遍。", "rule"),
         # …project knowledge when they describe a particular thing
         ("It's a Django 5 monolith with Celery for background jobs.", "project"),
         ("订单号由 Snowflake 算法生成。", "project"),
@@ -117,6 +118,11 @@ def test_scope_follows_what_a_statement_is_about() -> None:
     person = _only("For me, table-driven tests are easier to read.")
     assert DEFAULT_SCOPE[team.kind] == "project"
     assert DEFAULT_SCOPE[person.kind] == "user"
+    # the same shape of fact: the team's service, or the speaker's own setup
+    ours = _only("Our API gateway is Kong with the OIDC plugin.")
+    mine = _only("My editor is Neovim with LazyVim.")
+    assert (ours.kind, mine.kind) == ("project", "user")
+    assert (ours.rule, mine.rule) == ("fact", "fact")
 
 
 def test_a_statement_pointing_at_a_lasting_page_is_a_reference() -> None:

@@ -502,6 +502,9 @@ _ASKED = re.compile(
 )
 
 
+_MY_OWN = re.compile(r"^(?:my\s+(?!team|company|org|squad)|我的(?!团队|项目|公司))", re.IGNORECASE)
+
+
 def _finish(sentence: str) -> str:
     text = re.sub(r"\s+", " ", sentence).strip().rstrip(",，;；:：-–— ")
     text = re.sub(r"^(?:[,，;；:：–— ]|-(?![-\w]))+", "", text)  # keep "--json", "-race"
@@ -663,6 +666,8 @@ def _classify(
         assert match is not None
         clause_start = max(s.rfind(sep, 0, match.start()) for sep in "，,;；") + 1
         body = s[clause_start:].strip() if clause_start > 0 else s
+        if _MY_OWN.match(body):  # "My editor is Neovim": the speaker's own setup
+            return draft(Kind.USER.value, "fact", 2, content=body)
         return draft(Kind.PROJECT.value, "fact", 2, fact_subcategory(body), body)
 
     # a convention stated without a trigger word
