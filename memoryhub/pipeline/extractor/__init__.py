@@ -15,6 +15,9 @@ The extractor is a package, one module per idea, each with its part of the rules
   Makefile");
 * `scope`: what a statement is about (the team's project, the speaker's taste, the
   interaction), which decides its kind and so its scope;
+* `statements`: durable statements no trigger rule catches, recognised by their structure
+  (lexical classes and a small logistic model, weights in `statement_weights`, fitted by
+  bench/fit_statement_model.py on the tuned corpus sessions);
 * `commands`: shell-command classification (useful commands, one per command of a chained
   line; errors and their fixes);
 * `keywords`: 8–13 keywords, redaction and dedupe of the output;

@@ -55,7 +55,12 @@ first that fires takes the sentence:
     above. Failing those, it becomes a project memory when it is about the project, our systems
     or code, else a user memory.
 `convention` → rule, project or feedback (see `conventions`): a statement with no trigger word
-    that names its alternative or carries a norm inside it. Tried last.
+    that names its alternative or carries a norm inside it, unless it points at one particular
+    thing of the task ("here", "the new flag").
+`statement` → rule, project, user, feedback or reference (see `statements`): any other sentence
+    that the statement model takes for a durable statement by its structure. Tried last; a
+    statement that names a lasting URL or doc is a reference, and a clause after a semicolon
+    is added to the memory of the clause before it.
 
 The kind of a prohibition, a preference, a correction and a convention is decided by what it is
 about (`scope`): the interaction → feedback; the speaker's own taste → user; the team's
