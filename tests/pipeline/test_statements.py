@@ -65,6 +65,7 @@ def _only(text: str) -> ExtractedMemory:
         ("所有定时任务由 xxl-job 调度。", "rule"),
         ("金额字段以分为单位存储。", "rule"),
         ("控制器里只做参数校验，业务逻辑放在 service 层。", "rule"),
+        ("Use the `logger` from utils/log.py.", "rule"),
         ("发版前先在预发环境验一遍。", "rule"),
         # …project knowledge when they describe a particular thing
         ("It's a Django 5 monolith with Celery for background jobs.", "project"),

@@ -135,8 +135,9 @@ _IMPERATIVE_CONVENTION = (
     rf"(?:{_CONVENTION_VERB})\b"
 )
 _IMPERATIVE_THE_ONE = (
-    rf"^(?:please\s+)?(?:{_CONVENTION_VERB})\s+(?:the|my|your)\s+(?:[\w-]+\s+)?[\w-]*[^s\W]\b"
-    r"(?!\s+(?:and|or)\b)"
+    # a plain lowercase noun: "the helper", "the new flag" (not "the Toggle", "the `logger`")
+    rf"^(?:please\s+)?(?:{_CONVENTION_VERB})\s+(?:the|my|your)\s+(?-i:(?:[a-z-]+\s+)?[a-z-]*[a-rt-z])\b"
+    r"(?!\s+(?:and|or)\b)(?![`(])"
 )
 _IMPERATIVE_TASK = rf"^(?:please\s+|now\s+|also\s+|just\s+|then\s+)*(?:{_TASK_VERB})\b"
 _NEG_NORM_EN = (
