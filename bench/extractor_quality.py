@@ -157,11 +157,11 @@ def load_corpus(directory: Path = CORPUS) -> list[Session]:
         sessions.append(
             Session(
                 name=path.stem,
-                language=expected["language"],
+                language=expected.get("language", "unknown"),
                 split=expected.get("split", "dev"),
                 records=source_records(rows),
                 planted=expected["planted"],
-                distractors=expected["distractors"],
+                distractors=expected.get("distractors", []),
                 secrets=secrets_of(raw),
             )
         )
