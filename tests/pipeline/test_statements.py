@@ -8,6 +8,7 @@ None of the sentences below is in the corpus.
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -233,3 +234,34 @@ def test_commands_are_known_by_their_task_word_not_only_by_a_tool_list(
 )
 def test_looking_commands_are_not_remembered(command: str) -> None:
     assert _after_task("Check it.", commands=((command, "ok"),)) == []
+
+
+# --- scoring another directory of sessions -----------------------------------------------------
+
+
+def test_the_bench_scores_another_directory_with_its_split_as_a_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "extractor_quality", ROOT / "bench" / "extractor_quality.py"
+    )
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["extractor_quality"] = bench
+    spec.loader.exec_module(bench)
+    corpus = ROOT / "tests" / "pipeline" / "corpus"
+    for name in ("en03_go_healthz", "zh04_k8s_replicas"):
+        (tmp_path / f"{name}.jsonl").write_text(
+            (corpus / f"{name}.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+        )
+        expected = json.loads((corpus / f"{name}.expected.json").read_text(encoding="utf-8"))
+        expected["split"] = "holdout"
+        (tmp_path / f"{name}.expected.json").write_text(json.dumps(expected), encoding="utf-8")
+    out = tmp_path / "numbers.json"
+    assert bench.main(["--corpus", str(tmp_path), "--json", str(out)]) == 0
+    numbers = json.loads(out.read_text(encoding="utf-8"))
+    assert set(numbers["by_split"]) == {"holdout"}
+    assert numbers["by_split"]["holdout"]["planted"] == 12
+    assert "| split: holdout |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--corpus", str(tmp_path / "missing")])
