@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 from accounts.actors import Actor
 from accounts.models import User
 from accounts.services import token_create
+from memoryhub.recall import engine
 from projects.models import Project, Role
 from projects.selectors import project_access
 from projects.services import membership_add, project_create
@@ -33,6 +34,9 @@ hypothesis_settings.load_profile("memoryhub")
 @pytest.fixture(autouse=True)
 def _test_settings(settings: Any) -> None:
     cache.clear()  # cached bank statistics must not leak between tests
+    # Each test's transaction is rolled back, and SQLite then hands out the same project ids
+    # and bank versions again: a bank copy kept from an earlier test would look current.
+    engine.registry.clear()
     # Rate-limit counters per test, in memory (clearing Redis would flush the Celery broker's
     # queues); limits are off unless a test turns them on (tests/accounts/test_throttling.py).
     settings.CACHES = settings.CACHES | {
