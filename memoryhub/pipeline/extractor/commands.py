@@ -520,6 +520,15 @@ def command_units(command: str) -> list[tuple[str, str, str]]:
     return units
 
 
+# A deploy with concrete arguments is this release, not how the team deploys: a variable set on
+# the command line (`make deploy-dags ENV=prod`), a version tag, or production named outright.
+_ONE_OFF_DEPLOY = re.compile(
+    r"""\s[A-Za-z_][A-Za-z0-9_]*=\S|--(?:tag|version|env(?:ironment)?)\b|\bv?\d+\.\d+\.\d+\b|
+        :\d+(?:\.\d+)+\b|\b(?:prod|production|live)\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
 def command_memories(runs: Sequence[_Run]) -> list[Draft]:
     best: dict[str, tuple[_Run, str, str]] = {}
     order: list[str] = []
@@ -527,6 +536,8 @@ def command_memories(runs: Sequence[_Run]) -> list[Draft]:
         if not run.ok or len(run.command) > 160 or "\n" in run.command:
             continue
         for text, key, category in command_units(run.command):
+            if category == "deploy" and _ONE_OFF_DEPLOY.search(text):
+                continue
             current = best.get(key)
             if current is None:
                 order.append(key)

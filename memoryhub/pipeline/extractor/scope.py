@@ -40,7 +40,8 @@ INTERACTION = re.compile(
         apologi[sz]\w*|explain\w*|summari[sz]\w*|repl(?:y|ies)|respond\w*|answers?|emoji\w*|verbose|
         chatty|lecture|guess\w*|assum\w*)\b
       | 问我|跟我确认|和我确认|我同意|我确认|道歉|解释|总结|回复|回答|啰嗦|表情
-      | 擅自|自作主张|未经|废话""",
+      | 擅自|自作主张|未经|废话
+      | \b(?:yourself|my\s+job|not\s+yours|hand\s+me|at\s+me)\b | 你自己|别自己|一大段""",
     re.VERBOSE | re.IGNORECASE,
 )
 CODE_WORDS = re.compile(

@@ -94,7 +94,7 @@ from memoryhub.pipeline.extractor.scope import (
     prohibition_kind,
     statement_kind,
 )
-from memoryhub.pipeline.extractor.statements import judge_statement, particular
+from memoryhub.pipeline.extractor.statements import judge_statement, not_standing, particular
 from memoryhub.sessions.conversation import text_of
 from memoryhub.sessions.records import (
     ASSISTANT,
@@ -507,6 +507,36 @@ _ASKED = re.compile(
 )
 
 
+_LESSON_MARK = re.compile(
+    r"""\b(?:this|that|it)\s+(?:has\s+)?(?:bit|bitten|burned|burnt)\s+us\b
+      | \b(?:got|been|get|getting|was|were)\s+(?:bitten|burned|burnt)\b
+      | \b(?:pitfall|gotcha|footgun)\b | \blearned\s+(?:this\s+)?the\s+hard\s+way\b
+      | 这个坑|踩过|踩坑|吃过亏|栽过|坑过""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# Who does what between the speaker and the assistant: the speaker's job, not the assistant's.
+_ASSISTANT_ROLE = re.compile(
+    r"""\b(?:my\s+job|not\s+yours|your\s+job|hand\s+me|(?:at|with)\s+me\b(?!\s+(?:and|or))|
+          yourself|i'?ll\s+(?:run|do|handle|apply|merge|push|deploy|review|take\s+care)|
+          past(?:e|ing)\s+(?:whole|entire|full|long)|walls?\s+of\s+text)\b
+      | ^when(?:ever)?\s+you\s+[^,]{3,60},\s*(?:please\s+)?(?:always\s+)?
+          (?:show|give|send|write|keep|use|reply|answer|put|make|skip|list|stop|don'?t)\b
+      | \b(?:answers?|replies|responses?|explanations?|summaries)\s+(?:to\s+me\s+)?
+          (?:can|should|must|need\s+to)\s+(?:be|stay)\b
+      | 你自己|别自己|不要自己|自己(?:动|改|跑|调)|跟我说|一大段|长篇大论|我来(?:跑|做|改|合)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# A tracker, wiki or chat the team keeps things in.
+_REF_PLACE = re.compile(
+    r"""\b(?:go(?:es)?|live|lives|are|is|belong|belongs|tracked|filed|logged|documented|kept|
+          written\s+up|posted)\s+(?:on|in|under|to|into)\b[^.;]{0,60}?
+        \b(?P<tool>Linear|Jira|Confluence|Notion|Slack|Wiki|Google\s+(?:Docs|Drive)|SharePoint|
+          Asana|Trello|PagerDuty|Opsgenie|Coda|Dropbox|Basecamp|GitHub\s+(?:Discussions|Projects|wiki))\b
+      | (?:放|记|写|发|登记|归档)(?:在|到)[^，。]{0,20}?(?P<tool_zh>飞书|语雀|钉钉|Confluence|Notion|Jira)""",
+    re.VERBOSE,
+)
+
+
 _MY_OWN = re.compile(r"^(?:my\s+(?!team|company|org|squad)|我的(?!团队|项目|公司))", re.IGNORECASE)
 
 
@@ -585,6 +615,8 @@ def _classify(
         return None
     if len(s) > MAX_CONTENT_CHARS * 2:  # a pasted log or document, not a statement
         return None
+    if not_standing(s):  # this week's state, a status update, a step of this task
+        return None
 
     def draft(kind: str, rule: str, importance: int, sub: str = "", content: str = "") -> Draft:
         return Draft(
@@ -609,6 +641,10 @@ def _classify(
         if statement_kind(rest, normative=False) == Kind.PROJECT.value:
             return draft(Kind.PROJECT.value, "remember", 3, fact_subcategory(rest), rest)
         return draft(Kind.USER.value, "remember", 3, content=rest)
+
+    # "This bit us before: …", "got bitten by…", "这个坑…": a pitfall the team learned
+    if _LESSON_MARK.search(s) and _substance(_LESSON_MARK.sub(" ", s)):
+        return draft(Kind.LESSON.value, "lesson", 3)
 
     # to-do
     todo = _TODO_EN.search(s) or _TODO_ZH.search(s)
@@ -679,6 +715,18 @@ def _classify(
     if found is not None and _substance(s) and not particular(s):
         kind, importance, sub = found
         return draft(kind, "convention", importance, sub)
+
+    # how the speaker wants the assistant to work with them ("hand me X and I'll run it",
+    # "skip pasting whole files at me", "别写一大段")
+    if _ASSISTANT_ROLE.search(s) and _substance(s) and not particular(s):
+        return draft(Kind.FEEDBACK.value, "feedback", 2)
+
+    # where the team keeps a kind of record ("Incidents go on the DQ board in Linear")
+    place = _REF_PLACE.search(s)
+    if place and statement_candidate(s) and not particular(s):
+        result = draft(Kind.REFERENCE.value, "reference", 2)
+        result.title = f"Reference: {place.group('tool') or place.group('tool_zh')}"
+        return result
 
     # a durable statement recognised by its structure (`statements`)
     if statements and statement_candidate(s):

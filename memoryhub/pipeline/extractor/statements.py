@@ -378,6 +378,44 @@ _PARTICULAR = re.compile(
 )
 
 
+# Never a standing memory, whichever rule would take it: the speaker's state this week ("I'm
+# on call", a meeting, a dentist appointment, 出差), a status update ("the duplicates are gone
+# now", "好了，不 NaN 了"), a ticket being pointed at ("Ticket is DATA-4412"), and a report of
+# something that is not there or not up although something else is ("X never got a DNS record
+# though Y is running", "没有 DNS 记录，但是 pod 已经 Running 了").
+_NOT_STANDING = re.compile(
+    r"""^(?:i'?m|i\s+am|i'?ll\s+be|i\s+will\s+be|i\s+have|i'?ve\s+got|i\s+was)\b[^.;]*?
+          (?:\bon[\s-]call\b|\booo\b|\bout\s+of\s+(?:the\s+)?office\b|\bon\s+(?:leave|vacation|holiday|pto)\b|
+          \bmeetings?\b|\bappointment\b|\bdentist\b|\bdoctor\b|\bstand-?up\b|\boffsite\b|\btravell?ing\b|
+          \b(?:this|next)\s+(?:week|weekend|afternoon|morning|evening|month)\b)
+      | \b(?:is|are)\s+(?:now\s+)?(?:gone|fixed|back|green|resolved|done)(?:\s+now)?\s*[.!]?$
+      | \b(?:is|are)\s+(?:gone|fixed|back|green|resolved)\s+now\b
+      | \b(?:ticket|issue|incident|jira|bug)\s+(?:is|was|number|id|:)\s*(?:\#?\d+|[A-Z][A-Z0-9]+-\d+)
+      | \b(?:never\s+got|didn'?t\s+get|doesn'?t\s+come\s+up|won'?t\s+come\s+up|doesn'?t\s+start|
+          won'?t\s+start|isn'?t\s+coming\s+up|keeps?\s+failing|still\s+(?:fails|failing|broken|down))\b
+      | \b(?:although|though|even\s+though|but)\b[^.;]*\b(?:is|are)\s+(?:already\s+)?(?:running|up|healthy|live|green)\b
+      | ^我(?!们)[^。]*(?:开会|会议|出差|请假|休假|值班|看牙|牙医|体检|这周|本周|下周|下午|上午|晚上|点以后|点之后)
+      | ^好了|^(?:已经)?(?:修|搞|弄)好了|不\s*\S{1,12}\s*了[。！!]?$|没有[^，。]{1,20}[，,]\s*(?:但是?|可是)
+      | 已经\s*\S+\s*了[。！!]?$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# A task step for this session: "Last thing: …", "First, …", "For this backfill…".
+_THIS_TASK = re.compile(
+    r"""^(?:last|first|one\s+more|final)\s+(?:thing|step)\b|^(?:first|next|finally)\s*[,:]
+      | \bfor\s+this\s+\w+|\bthis\s+(?:backfill|run|rollout|migration|release|deploy|fix|bug|issue|
+          job|experiment|time)\b
+      | ^(?:最后|第一步|下一步|接下来)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def not_standing(sentence: str) -> bool:
+    """Is `sentence` about this moment rather than a standing fact or norm: the speaker's state
+    this week, a status update, a pointer at a ticket, a "not there though X runs" report, or a
+    step of the task at hand?"""
+    return bool(_NOT_STANDING.search(sentence) or _THIS_TASK.search(sentence))
+
+
 def particular(sentence: str) -> bool:
     """Does `sentence` point at something of the task at hand rather than a kind of thing?"""
     return bool(_PARTICULAR.search(sentence))
@@ -386,7 +424,12 @@ def particular(sentence: str) -> bool:
 def one_off(sentence: str) -> bool:
     """Is `sentence` a request, a problem report or a remark about the moment (never a durable
     statement)?"""
-    if _ONE_OFF.search(sentence) or reports_problem(sentence) or particular(sentence):
+    if (
+        _ONE_OFF.search(sentence)
+        or reports_problem(sentence)
+        or particular(sentence)
+        or not_standing(sentence)
+    ):
         return True
     # An imperative task verb on a particular object, with nothing general about it ("Refactor
     # `parse_config` in loader.py"), is a task; "Merge only after two approvals" is a norm.
