@@ -149,7 +149,7 @@ _FILLER_ZH = re.compile(
     r"^(?:(?:另外|还有|顺便说一下|顺便|对了|哦|嗯|好的|好吧|行|补充一下|还有一点|然后|此外)[，,：:、\s]*)+"
 )
 _QUESTION_START = re.compile(
-    r"""^(?:what|why|how|when(?!\s+(?:unsure|in\s+doubt)\b)|where|which|who|whose|can\s+you|could\s+you|
+    r"""^(?:what|why|how|when(?!\s+(?:unsure|in\s+doubt|you)\b)|where|which|who|whose|can\s+you|could\s+you|
         would\s+you|will\s+you|
         do\s+(?:we|you|i)|does|did|is\s+(?:there|it|this|that)|are\s+(?:there|we|you)|should\s+(?:we|i)|
         shall\s+we|have\s+you|要不要|是不是|能不能|可不可以|有没有|为什么|怎么|为啥|是否)\b""",
@@ -646,6 +646,11 @@ def _classify(
     if _LESSON_MARK.search(s) and _substance(_LESSON_MARK.sub(" ", s)):
         return draft(Kind.LESSON.value, "lesson", 3)
 
+    # how the speaker wants the assistant to work with them ("hand me X and I'll run it",
+    # "skip pasting whole files at me", "别写一大段")
+    if _ASSISTANT_ROLE.search(s) and _substance(s) and not particular(s):
+        return draft(Kind.FEEDBACK.value, "feedback", 2)
+
     # to-do
     todo = _TODO_EN.search(s) or _TODO_ZH.search(s)
     if todo and _substance(s, todo.group()):
@@ -715,11 +720,6 @@ def _classify(
     if found is not None and _substance(s) and not particular(s):
         kind, importance, sub = found
         return draft(kind, "convention", importance, sub)
-
-    # how the speaker wants the assistant to work with them ("hand me X and I'll run it",
-    # "skip pasting whole files at me", "别写一大段")
-    if _ASSISTANT_ROLE.search(s) and _substance(s) and not particular(s):
-        return draft(Kind.FEEDBACK.value, "feedback", 2)
 
     # where the team keeps a kind of record ("Incidents go on the DQ board in Linear")
     place = _REF_PLACE.search(s)
