@@ -265,3 +265,98 @@ def test_the_bench_scores_another_directory_with_its_split_as_a_row(
     assert "| split: holdout |" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bench.main(["--corpus", str(tmp_path / "missing")])
+
+
+# --- set-5 failure classes: things of the moment, and kinds by what a statement is about ---------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the speaker's state this week
+        "I'm on call this week, so I'll be slow to reply.",
+        "I have a dentist appointment at four.",
+        "我下午要开会，四点以后再看结果。",
+        "我这周在上海出差，回复可能慢。",
+        # status updates and problem reports
+        "Looks good, the duplicates are gone now.",
+        "Ticket is DATA-4412.",
+        "The backfill container never got its service account although the job is running.",
+        "The app doesn't come up after the rollout.",
+        "好了，不 NaN 了。",
+        "新的 ingress 没有 DNS 记录，但是 pod 已经 Running 了。",
+        # a step of the task at hand
+        "Last thing: run make lint before you stop.",
+        "Use the staging bucket for this backfill.",
+        "最后把 README 里的版本号更新一下。",
+    ],
+)
+def test_states_statuses_and_task_steps_are_not_standing(text: str) -> None:
+    assert statements.not_standing(text)
+    assert _after_task(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The on-call runbook is at https://wiki.acme.dev/runbooks/orders-svc",
+        "Random seeds are fixed through seed_everything(42) at the top of every entry point.",
+        "发版只在工作日上午，周五下午不发。",
+    ],
+)
+def test_standing_statements_that_mention_a_time_or_a_state_word_stay(text: str) -> None:
+    assert not statements.not_standing(text)
+    assert _after_task(text) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "This bit us before: the scheduler runs in UTC, so partition dates come from the logical date.",
+        "Got bitten by this last quarter: external-dns only picks up annotated ingresses.",
+        "这个坑我们踩过：混合精度下 loss 必须先 scale 再 backward。",
+    ],
+)
+def test_a_pitfall_the_team_learned_is_a_lesson(text: str) -> None:
+    memory = _only(text)
+    assert (memory.kind, memory.rule) == ("lesson", "lesson")
+    assert DEFAULT_SCOPE[memory.kind] == "project"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Skip pasting whole files at me, a diff is plenty.",
+        "Hand me the kubectl commands and I'll run them, that's my job, not yours.",
+        "Don't trigger backfills yourself.",
+        "When you propose changes, show a unified diff rather than the whole file.",
+        "别写一大段解释，直接给结论。",
+        "学习率别自己动。",
+    ],
+)
+def test_how_the_assistant_should_work_with_the_speaker_is_feedback(text: str) -> None:
+    memory = _only(text)
+    assert memory.kind == "feedback"
+    assert DEFAULT_SCOPE[memory.kind] == "user"
+
+
+def test_where_the_team_keeps_a_kind_of_record_is_a_reference() -> None:
+    memory = _only("Incidents go on the Data Quality board in Linear.")
+    assert (memory.kind, memory.title) == ("reference", "Reference: Linear")
+    zh = _only("事故复盘都写到飞书的 SRE 知识库里。")
+    assert (zh.kind, zh.title) == ("reference", "Reference: 飞书")
+
+
+def test_a_one_off_deploy_with_concrete_arguments_is_no_standing_deploy_command() -> None:
+    memories = _after_task(
+        "Ship it.",
+        commands=(
+            ("make lint && make deploy-dags ENV=prod", "lint ok\ndeployed 14 dags"),
+            ("./deploy.sh v2.4.1", "deployed v2.4.1"),
+            ("./deploy.sh staging", "deployed to staging"),
+        ),
+    )
+    assert [m.content for m in memories] == [
+        "Lint with `make lint`.",
+        "Deploy with `./deploy.sh staging`.",
+    ]
