@@ -312,7 +312,7 @@ def test_standing_statements_that_mention_a_time_or_a_state_word_stay(text: str)
 @pytest.mark.parametrize(
     "text",
     [
-        "This bit us before: the scheduler runs in UTC, so partition dates come from the logical date.",
+        "This bit us before: the scheduler runs in UTC, so dates come from the logical date.",
         "Got bitten by this last quarter: external-dns only picks up annotated ingresses.",
         "这个坑我们踩过：混合精度下 loss 必须先 scale 再 backward。",
     ],

@@ -532,7 +532,8 @@ _REF_PLACE = re.compile(
           written\s+up|posted)\s+(?:on|in|under|to|into)\b[^.;]{0,60}?
         \b(?P<tool>Linear|Jira|Confluence|Notion|Slack|Wiki|Google\s+(?:Docs|Drive)|SharePoint|
           Asana|Trello|PagerDuty|Opsgenie|Coda|Dropbox|Basecamp|GitHub\s+(?:Discussions|Projects|wiki))\b
-      | (?:放|记|写|发|登记|归档)(?:在|到)[^，。]{0,20}?(?P<tool_zh>飞书|语雀|钉钉|Confluence|Notion|Jira)""",
+      | (?:放|记|写|发|登记|归档)(?:在|到)[^，。]{0,20}?
+        (?P<tool_zh>飞书|语雀|钉钉|Confluence|Notion|Jira)""",
     re.VERBOSE,
 )
 

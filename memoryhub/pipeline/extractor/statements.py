@@ -390,12 +390,16 @@ _NOT_STANDING = re.compile(
           \b(?:this|next)\s+(?:week|weekend|afternoon|morning|evening|month)\b)
       | \b(?:is|are)\s+(?:now\s+)?(?:gone|fixed|back|green|resolved|done)(?:\s+now)?\s*[.!]?$
       | \b(?:is|are)\s+(?:gone|fixed|back|green|resolved)\s+now\b
-      | \b(?:ticket|issue|incident|jira|bug)\s+(?:is|was|number|id|:)\s*(?:\#?\d+|[A-Z][A-Z0-9]+-\d+)
+      | \b(?:ticket|issue|incident|jira|bug)\s+(?:is|was|number|id|:)\s*
+          (?:\#?\d+|[A-Z][A-Z0-9]+-\d+)
       | \b(?:never\s+got|didn'?t\s+get|doesn'?t\s+come\s+up|won'?t\s+come\s+up|doesn'?t\s+start|
           won'?t\s+start|isn'?t\s+coming\s+up|keeps?\s+failing|still\s+(?:fails|failing|broken|down))\b
-      | \b(?:although|though|even\s+though|but)\b[^.;]*\b(?:is|are)\s+(?:already\s+)?(?:running|up|healthy|live|green)\b
-      | ^我(?!们)[^。]*(?:开会|会议|出差|请假|休假|值班|看牙|牙医|体检|这周|本周|下周|下午|上午|晚上|点以后|点之后)
-      | ^好了|^(?:已经)?(?:修|搞|弄)好了|不\s*\S{1,12}\s*了[。！!]?$|没有[^，。]{1,20}[，,]\s*(?:但是?|可是)
+      | \b(?:although|though|even\s+though|but)\b[^.;]*\b(?:is|are)\s+(?:already\s+)?
+          (?:running|up|healthy|live|green)\b
+      | ^我(?!们)[^。]*(?:开会|会议|出差|请假|休假|值班|看牙|牙医|体检|
+          这周|本周|下周|下午|上午|晚上|点以后|点之后)
+      | ^好了|^(?:已经)?(?:修|搞|弄)好了|不\s*\S{1,12}\s*了[。！!]?$
+      | 没有[^，。]{1,20}[，,]\s*(?:但是?|可是)
       | 已经\s*\S+\s*了[。！!]?$""",
     re.VERBOSE | re.IGNORECASE,
 )
