@@ -2,13 +2,15 @@
 
     bench/pg.sh                                       # a throwaway PostgreSQL (as root)
     export BENCH_DATABASE_URL=$(bench/pg.sh url)
-    .venv/bin/python bench/sessions.py [--quick] [--json FILE]
+    .venv/bin/python bench/sessions.py [--quick] [--import-only] [--json FILE]
 
 What it does: creates a fresh database memoryhub_bench_<random> on the server named by
 BENCH_DATABASE_URL (or DATABASE_URL), migrates it, starts `gunicorn memoryhub.wsgi --workers 2`
-on a free loopback port, and measures append (1 and 100 records per request), resume of a
-10,000-record session with compact boundaries, and the import of a 50 MB Claude Code
-transcript. It prints a Markdown table; the database, the server and the temp dirs are removed
+on a free loopback port and one Celery worker, and measures append (1 and 100 records per
+request), resume of a 10,000-record session with compact boundaries, and the imports of a 50 MB
+and of a max-size (255 MB, the limit being 256) Claude Code transcript: both above
+SESSION_IMPORT_SYNC_MAX_BYTES, so each is an upload (202) and a job on the worker, polled until
+it succeeds; the time is upload to success. It prints a Markdown table; the database, the server and the temp dirs are removed
 at the end, also on failure or Ctrl-C.
 
 The server runs with production defaults (DEBUG off, sync workers, DATABASE_CONN_MAX_AGE 60);
@@ -23,6 +25,8 @@ import contextlib
 import json
 import os
 import random
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,6 +81,9 @@ class Scale:
     compactions: int = 3
     resume_calls: int = 30
     import_bytes: int = 50 * MiB
+    # A max-size import (SESSION_IMPORT_MAX_BYTES, 256 MiB) less one turn's headroom: the
+    # generator stops after the turn that crosses its target.
+    max_import_bytes: int = 255 * MiB
 
     def quick(self) -> Scale:
         """10× smaller: checks the script, measures nothing worth quoting."""
@@ -89,6 +96,7 @@ class Scale:
             compactions=self.compactions,  # still ≥ 3 boundaries: that code path is the point
             resume_calls=max(3, self.resume_calls // 10),
             import_bytes=self.import_bytes // 10,
+            max_import_bytes=self.max_import_bytes // 10,
         )
 
 
@@ -733,22 +741,102 @@ def bench_resume(api: Api, meter: Meter, built: BuiltSession, calls: int) -> lis
     ]
 
 
-def bench_import(api: Api, meter: Meter, transcript: GeneratedTranscript) -> Result:
+class CeleryWorker:
+    """`celery -A memoryhub worker` (thread pool, one thread, as `make run` starts it) on the
+    server's environment: the same database and (filesystem) broker directory."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.env = env
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 90) -> None:
+        with self.log_path.open("wb") as out:
+            self.proc = subprocess.Popen(  # noqa: S603 — fixed argv, no shell
+                [
+                    *(sys.executable, "-m", "celery", "-A", "memoryhub", "worker"),
+                    *("--pool=threads", "--concurrency=1", "--loglevel=INFO"),
+                    *("--without-gossip", "--without-mingle"),
+                ],
+                cwd=_harness.REPO,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BenchError(f"the Celery worker exited:\n{self.log_tail()}")
+            if " ready." in self.log_path.read_text(errors="replace"):
+                return
+            time.sleep(0.2)
+        raise BenchError(f"the Celery worker was not ready in time:\n{self.log_tail()}")
+
+    def pids(self) -> list[int]:
+        return [self.proc.pid, *_harness.child_pids(self.proc.pid)] if self.proc else []
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+IMPORT_JOB_TIMEOUT_S = 1800
+
+
+def bench_import(
+    api: Api, meter: Meter, worker: CeleryWorker, transcript: GeneratedTranscript
+) -> Result:
+    """The import as a client makes it: the upload (202 above SESSION_IMPORT_SYNC_MAX_BYTES),
+    then polling the job's Location every 0.5 s until it has succeeded."""
     headers = {"Content-Type": "application/x-ndjson"}
     with transcript.path.open("rb") as body, meter.phase() as cost:
+        workers = worker.pids()
+        worker_cpu = cpu_seconds(workers)
+        for pid in workers:
+            reset_peak_rss(pid)
+        started = time.perf_counter()
         # A file object: httpx sends Content-Length (from fstat) and streams 64 KiB reads.
-        response, elapsed = api.call("POST", "sessions/import/", 201, content=body, headers=headers)
-    session = response.json()
+        response, upload_s = api.call(
+            "POST", "sessions/import/", (201, 202), content=body, headers=headers
+        )
+        job: dict[str, Any] = response.json()
+        while response.status_code == 202 and job["status"] not in ("succeeded", "failed"):
+            if time.perf_counter() - started > IMPORT_JOB_TIMEOUT_S:
+                raise BenchError(f"the import job did not finish: {job}")
+            time.sleep(0.5)
+            job = api.client.get(response.headers["Location"]).json()
+        total_s = time.perf_counter() - started
+        worker_peak = max((status_kib(pid, "VmHWM") or 0 for pid in workers), default=0)
+        worker_cpu_s = sum(cpu_seconds(workers).values()) - sum(worker_cpu.values())
+    if response.status_code == 202 and job["status"] != "succeeded":
+        raise BenchError(f"the import job failed: {job}")
+    session = job["session"] if response.status_code == 202 else job
     if session["record_count"] != transcript.records:
         raise BenchError(
             f"import stored {session['record_count']} records, expected {transcript.records}"
         )
     mb = transcript.bytes / MiB
+    how = "through the job" if response.status_code == 202 else "in the request"
     return Result(
-        what=f"import, Claude Code transcript {mb:,.1f} MB ({transcript.records:,} records)",
+        what=f"import {how}, Claude Code transcript {mb:,.1f} MB ({transcript.records:,} records)",
         n=1,
-        latencies_ms=[elapsed * 1000],
-        throughput=f"{mb / elapsed:,.2f} MB/s, {transcript.records / elapsed:,.0f} records/s",
+        latencies_ms=[total_s * 1000],
+        throughput=f"{mb / total_s:,.2f} MB/s, {transcript.records / total_s:,.0f} records/s",
         cost=cost,
         extra={
             "bytes": transcript.bytes,
@@ -757,6 +845,11 @@ def bench_import(api: Api, meter: Meter, transcript: GeneratedTranscript) -> Res
             "skipped_lines": session["metadata"].get("skipped_lines"),
             "generate_s": round(transcript.seconds, 2),
             "source": session["source"],
+            "status": response.status_code,
+            "upload_request_s": round(upload_s, 2),
+            "job_s": round(total_s - upload_s, 2),
+            "celery_worker_peak_rss_mib": round(worker_peak / 1024, 1),
+            "celery_worker_cpu_s": round(worker_cpu_s, 1),
         },
     )
 
@@ -898,6 +991,7 @@ def _seconds(value: float | None) -> str:
 
 def server_env(db_url: str, var_dir: Path, import_bytes: int) -> dict[str, str]:
     env = _harness.server_env(db_url, var_dir)
+    # The default limit (256 MiB): the max-size phase imports just under it.
     env["SESSION_IMPORT_MAX_BYTES"] = str(max(256 * MiB, 2 * import_bytes))
     return env
 
@@ -921,6 +1015,10 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
         log(f"starting gunicorn on {server.base_url}")
         stack.callback(server.stop)  # registered after db.drop, so it runs before it
         server.start()
+        worker = CeleryWorker(env, tmp / "celery.log")
+        log("starting a Celery worker (imports above 8 MiB run there)")
+        stack.callback(worker.stop)
+        worker.start()
         api = Api(server.base_url, token, prefix=f"projects/{PROJECT}/")
         stack.callback(api.close)
         meter = Meter(server, db, api)
@@ -929,33 +1027,20 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
         corpus = Corpus(rng)
         results: list[Result] = []
         try:
-            log(f"append: {scale.single_appends} × 1 record")
-            results.append(
-                bench_append(api, meter, TranscriptFactory(rng, corpus), scale.single_appends, 1)
-            )
-            log(f"append: {scale.batch_appends} × {scale.batch_size} records")
-            results.append(
-                bench_append(
-                    api,
-                    meter,
-                    TranscriptFactory(rng, corpus),
-                    scale.batch_appends,
-                    scale.batch_size,
+            if not args.import_only:
+                results += other_phases(api, meter, rng, corpus, scale)
+            for size in (scale.import_bytes, scale.max_import_bytes):
+                log(f"import: generating {size / MiB:.0f} MB of Claude Code transcript")
+                path = tmp / "transcript.jsonl"
+                transcript = write_claude_code_transcript(
+                    path, size, TranscriptFactory(rng, corpus)
                 )
-            )
-            log(f"resume: building a {scale.resume_records:,}-record session")
-            built = build_resume_session(api, TranscriptFactory(rng, corpus), scale)
-            results.append(compact_result(built))
-            log(f"resume: 1 cold + {scale.resume_calls} warm")
-            results.extend(bench_resume(api, meter, built, scale.resume_calls))
-            log(f"import: generating {scale.import_bytes / MiB:.0f} MB of Claude Code transcript")
-            transcript = write_claude_code_transcript(
-                tmp / "transcript.jsonl", scale.import_bytes, TranscriptFactory(rng, corpus)
-            )
-            log(f"import: {transcript.lines:,} lines, {transcript.records:,} records")
-            results.append(bench_import(api, meter, transcript))
+                log(f"import: {transcript.lines:,} lines, {transcript.records:,} records")
+                results.append(bench_import(api, meter, worker, transcript))
+                path.unlink()
         except BaseException:
             print(f"--- gunicorn log (tail) ---\n{server.log_tail()}", file=sys.stderr)
+            print(f"--- celery log (tail) ---\n{worker.log_tail()}", file=sys.stderr)
             raise
         log("done; stopping gunicorn and dropping the database")
 
@@ -984,12 +1069,38 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
     return 0
 
 
+def other_phases(
+    api: Api, meter: Meter, rng: random.Random, corpus: Corpus, scale: Scale
+) -> list[Result]:
+    """Append and resume (everything but the imports)."""
+    results = []
+    log(f"append: {scale.single_appends} × 1 record")
+    results.append(
+        bench_append(api, meter, TranscriptFactory(rng, corpus), scale.single_appends, 1)
+    )
+    log(f"append: {scale.batch_appends} × {scale.batch_size} records")
+    results.append(
+        bench_append(
+            api, meter, TranscriptFactory(rng, corpus), scale.batch_appends, scale.batch_size
+        )
+    )
+    log(f"resume: building a {scale.resume_records:,}-record session")
+    built = build_resume_session(api, TranscriptFactory(rng, corpus), scale)
+    results.append(compact_result(built))
+    log(f"resume: 1 cold + {scale.resume_calls} warm")
+    results.extend(bench_resume(api, meter, built, scale.resume_calls))
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
         "--quick", action="store_true", help="a 10× smaller run (checks the script)"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the raw numbers to FILE")
+    parser.add_argument(
+        "--import-only", action="store_true", help="only the two imports (50 MB and max size)"
+    )
     args = parser.parse_args(argv)
     return _harness.run_bench("bench/sessions.py", run, args)
 

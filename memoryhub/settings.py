@@ -295,6 +295,7 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI assets ship in a package, so the docs work without internet access.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "PREPROCESSING_HOOKS": ["memoryhub.core.openapi.only_api"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memoryhub.core.openapi.add_error_responses",

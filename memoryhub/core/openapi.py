@@ -43,6 +43,12 @@ WITH_BODY = {
 }
 
 
+def only_api(endpoints: list[Any], **kwargs: Any) -> list[Any]:
+    """PREPROCESSING_HOOKS: /api/ only. The Hindsight-compatible routes have a document of
+    their own (/v1/openapi.json, memoryhub/integrations/hindsight/openapi.py)."""
+    return [e for e in endpoints if e[0].startswith("/api/")]
+
+
 def add_error_responses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """drf-spectacular POSTPROCESSING_HOOKS entry."""
     components = result.setdefault("components", {}).setdefault("schemas", {})

@@ -70,15 +70,56 @@ def test_every_operation_survives_fuzzing(
         scope="project",
         path="notes/fuzz.md",
     )
+    run_schemathesis(f"{live_server.url}/api/schema/", raw, config)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_hindsight_operation_survives_fuzzing(
+    live_server: Any, alice: User, project: Any, tmp_path: Path
+) -> None:
+    """The Hindsight-compatible routes, from their own document (/v1/openapi.json), on a bank
+    holding a retained document, a memory and a mental model."""
+    _, raw = token_create(user=alice, name="fuzz", actor=Actor.for_system("test"))
+    headers = {"Authorization": f"Bearer {raw}"}
+    bank = f"{live_server.url}/v1/default/banks/{project.slug}"
+    with httpx.Client(headers=headers) as http:
+        retained = http.post(
+            bank + "/memories",
+            json={"items": [{"content": "Deploy with make deploy.", "document_id": "fuzz-doc"}]},
+        )
+        assert retained.status_code == 200, retained.text
+        model = http.post(
+            bank + "/mental-models",
+            json={"id": "fuzz-model", "name": "Deploys", "source_query": "deploy"},
+        )
+        assert model.status_code == 200, model.text
+        memory = http.post(
+            f"{live_server.url}/api/v1/projects/{project.slug}/memories/",
+            json={"kind": "project", "content": "Deploy with make deploy after the tests pass."},
+        )
+        assert memory.status_code == 201, memory.text
+    config = _config(
+        tmp_path,
+        bank_id=project.slug,
+        memory_id=memory.json()["id"],
+        document_id="fuzz-doc",
+        model_id="fuzz-model",
+        operation_id=retained.json()["operation_id"],
+    )
+    run_schemathesis(f"{live_server.url}/v1/openapi.json", raw, config)
+
+
+def run_schemathesis(schema_url: str, token: str, config: Path) -> None:
+    """`st run` over the document at schema_url; fails the test with its report."""
     done = subprocess.run(  # noqa: S603 — fixed argv
         [
             str(ST),
             "--config-file",
             str(config),
             "run",
-            f"{live_server.url}/api/schema/",
+            schema_url,
             "--header",
-            f"Authorization: Bearer {raw}",
+            f"Authorization: Bearer {token}",
             "--checks",
             CHECKS,
             "--phases",

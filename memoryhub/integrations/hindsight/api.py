@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count
 from django.http import Http404
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,6 +19,7 @@ from memoryhub.core import health
 from memoryhub.integrations.hindsight import answers, banks, conf, selectors, services
 from memoryhub.integrations.hindsight import tags as tagging
 from memoryhub.integrations.hindsight.http import HindsightView, PublicView, valid
+from memoryhub.integrations.hindsight.openapi import obj, page_of
 from memoryhub.memories import selectors as memory_selectors
 from memoryhub.sessions import services as session_services
 from memoryhub.sessions.records import parse_timestamp
@@ -26,6 +29,29 @@ from projects.selectors import ProjectAccess, project_list
 API_VERSION = "1.1.0"  # the Hindsight API these routes follow (hindsight-client 1.1.0)
 TYPES = list(selectors.TYPE_KINDS)
 DISPOSITION = {"skepticism": 3, "literalism": 3, "empathy": 3}
+
+# --- what the routes answer, for /v1/openapi.json (memoryhub/integrations/hindsight/openapi.py)
+OBJECT = OpenApiTypes.OBJECT
+ITEM = serializers.DictField  # a class: each use needs a field of its own
+PAGE = [
+    OpenApiParameter("limit", int, description="At most 1000."),
+    OpenApiParameter("offset", int),
+]
+TAG_FILTER = [
+    OpenApiParameter("tags", str, many=True, explode=True),
+    OpenApiParameter("tags_match", str, enum=["any", "all", "any_strict", "all_strict"]),
+]
+PROFILE = obj(
+    "HindsightBankProfile",
+    {
+        "bank_id": serializers.CharField(),
+        "name": serializers.CharField(),
+        "disposition": serializers.DictField(child=serializers.IntegerField()),
+        "mission": serializers.CharField(),
+        "background": serializers.CharField(),
+    },
+)
+RESULTS = obj("HindsightRecallResults", {"results": serializers.ListField(child=ITEM())})
 
 
 class Tags(serializers.ListField):
@@ -78,9 +104,11 @@ class BankApi(HindsightView):
             max_length=conf.MISSION_MAX_CHARS, required=False, allow_blank=True, allow_null=True
         )
 
+    @extend_schema(operation_id="bank_profile_get", responses=PROFILE)
     def get(self, request: Request, bank_id: str) -> Response:
         return Response(profile(bank_id, banks.require(actor=self.actor, bank_id=bank_id)))
 
+    @extend_schema(operation_id="bank_put", request=Input, responses=PROFILE)
     def put(self, request: Request, bank_id: str) -> Response:
         data = valid(self.Input, request.data or {})
         access = banks.resolve(actor=self.actor, bank_id=bank_id)
@@ -88,6 +116,7 @@ class BankApi(HindsightView):
             access = services.bank_create(actor=self.actor, bank_id=bank_id)
         return self._set_missions(bank_id, access, data)
 
+    @extend_schema(operation_id="bank_patch", request=Input, responses=PROFILE)
     def patch(self, request: Request, bank_id: str) -> Response:
         data = valid(self.Input, request.data or {})
         return self._set_missions(bank_id, banks.require(actor=self.actor, bank_id=bank_id), data)
@@ -105,6 +134,11 @@ class BankApi(HindsightView):
 
 
 class BankListApi(HindsightView):
+    @extend_schema(
+        operation_id="banks_list",
+        parameters=[*PAGE, OpenApiParameter("q", str)],
+        responses=page_of("HindsightBankList", ITEM, key="banks"),
+    )
     def get(self, request: Request) -> Response:
         limit, offset = page(request)
         projects = project_list(actor=self.actor)
@@ -132,6 +166,20 @@ class BankListApi(HindsightView):
 
 
 class BankStatisticsApi(HindsightView):
+    @extend_schema(
+        operation_id="bank_stats",
+        responses=obj(
+            "HindsightBankStats",
+            {
+                "bank_id": serializers.CharField(),
+                "total_nodes": serializers.IntegerField(),
+                "total_documents": serializers.IntegerField(),
+                "pending_operations": serializers.IntegerField(),
+                "failed_operations": serializers.IntegerField(),
+                "last_consolidated_at": serializers.CharField(allow_null=True),
+            },
+        ),
+    )
     def get(self, request: Request, bank_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id)
         return Response({"bank_id": bank_id} | selectors.bank_statistics(access=access))
@@ -174,6 +222,23 @@ class RetainApi(HindsightView):
 
     Input._declared_fields["async"] = serializers.BooleanField(required=False, default=True)
 
+    @extend_schema(
+        operation_id="retain",
+        request=Input,
+        responses=obj(
+            "HindsightRetained",
+            {
+                "success": serializers.BooleanField(),
+                "bank_id": serializers.CharField(),
+                "items_count": serializers.IntegerField(),
+                "async": serializers.BooleanField(),
+                "operation_id": serializers.CharField(allow_null=True),
+                "operation_ids": serializers.ListField(
+                    child=serializers.CharField(), required=False
+                ),
+            },
+        ),
+    )
     def post(self, request: Request, bank_id: str) -> Response:
         data = valid(self.Input, request.data)
         items = [
@@ -225,6 +290,7 @@ class RecallInput(serializers.Serializer):
 class RecallApi(HindsightView):
     post_reads = True
 
+    @extend_schema(operation_id="recall", request=RecallInput, responses=RESULTS)
     def post(self, request: Request, bank_id: str) -> Response:
         data = valid(RecallInput, request.data)
         access = banks.resolve(actor=self.actor, bank_id=bank_id, tags=data.get("tags") or ())
@@ -253,6 +319,18 @@ class ReflectApi(HindsightView):
         )
         include_facts = serializers.BooleanField(required=False, default=False)
 
+    @extend_schema(
+        operation_id="reflect",
+        request=Input,
+        responses=obj(
+            "HindsightReflection",
+            {
+                "text": serializers.CharField(),
+                "usage": serializers.DictField(child=serializers.IntegerField()),
+                "based_on": serializers.DictField(required=False),
+            },
+        ),
+    )
     def post(self, request: Request, bank_id: str) -> Response:
         data = valid(self.Input, request.data)
         access = banks.require(actor=self.actor, bank_id=bank_id, tags=data.get("tags") or ())
@@ -300,6 +378,11 @@ class MemoryListApi(HindsightView):
         document_id = serializers.CharField(required=False, max_length=200)
         tags_match = serializers.ChoiceField(choices=tagging.MODES, required=False, default="any")
 
+    @extend_schema(
+        operation_id="memories_list",
+        parameters=[Filters, *PAGE, *TAG_FILTER[:1]],
+        responses=page_of("HindsightMemoryList", ITEM),
+    )
     def get(self, request: Request, bank_id: str) -> Response:
         data = valid(self.Filters, request.query_params)
         limit, offset = page(request)
@@ -337,6 +420,7 @@ class MemoryDetailApi(HindsightView):
         except (Http404, ValueError, DjangoValidationError):
             raise Http404(f"Memory unit '{memory_id}' not found") from None
 
+    @extend_schema(operation_id="memory_get", responses=OBJECT)
     def get(self, request: Request, bank_id: str, memory_id: str) -> Response:
         access, memory = self._memory(bank_id, memory_id)
         by_session = tagging.session_tags(
@@ -344,6 +428,7 @@ class MemoryDetailApi(HindsightView):
         )
         return Response(selectors.memory_row(memory, by_session.get(memory.source_session, ())))
 
+    @extend_schema(operation_id="memory_patch", request=Input, responses=OBJECT)
     def patch(self, request: Request, bank_id: str, memory_id: str) -> Response:
         data = valid(self.Input, request.data)
         access, memory = self._memory(bank_id, memory_id, Role.MEMBER)
@@ -378,6 +463,11 @@ def document_row(bank_id: str, session: Any, count: int) -> dict[str, Any]:
 
 
 class DocumentListApi(HindsightView):
+    @extend_schema(
+        operation_id="documents_list",
+        parameters=[*PAGE, OpenApiParameter("q", str), *TAG_FILTER],
+        responses=page_of("HindsightDocumentList", ITEM),
+    )
     def get(self, request: Request, bank_id: str) -> Response:
         limit, offset = page(request)
         access = banks.require(actor=self.actor, bank_id=bank_id)
@@ -402,6 +492,7 @@ class DocumentListApi(HindsightView):
 
 
 class DocumentDetailApi(HindsightView):
+    @extend_schema(operation_id="document_get", responses=OBJECT)
     def get(self, request: Request, bank_id: str, document_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id)
         session = selectors.document_get(access=access, document_id=document_id)
@@ -410,6 +501,18 @@ class DocumentDetailApi(HindsightView):
         row = document_row(bank_id, session, count.get(session.external_id, 0))
         return Response(row | {"original_text": text, "content_hash": selectors.text_hash(text)})
 
+    @extend_schema(
+        operation_id="document_delete",
+        responses=obj(
+            "HindsightDocumentDeleted",
+            {
+                "success": serializers.BooleanField(),
+                "message": serializers.CharField(),
+                "document_id": serializers.CharField(),
+                "memory_units_deleted": serializers.IntegerField(),
+            },
+        ),
+    )
     def delete(self, request: Request, bank_id: str, document_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id, min_role=Role.MAINTAINER)
         session = selectors.document_get(access=access, document_id=document_id)
@@ -438,6 +541,15 @@ class MentalModelListApi(HindsightView):
         )
         trigger = serializers.DictField(required=False, allow_null=True)
 
+    @extend_schema(
+        operation_id="mental_models_list",
+        parameters=[
+            OpenApiParameter("detail", str, enum=["metadata", "content", "full"]),
+            *PAGE,
+            *TAG_FILTER,
+        ],
+        responses=page_of("HindsightMentalModelList", ITEM),
+    )
     def get(self, request: Request, bank_id: str) -> Response:
         detail = request.query_params.get("detail", "metadata")  # Hindsight's list default
         if detail not in ("metadata", "content", "full"):
@@ -457,6 +569,14 @@ class MentalModelListApi(HindsightView):
         items = [v.to_response(bank_id, detail) for v in views[offset : offset + limit]]
         return Response({"items": items, "total": len(views), "limit": limit, "offset": offset})
 
+    @extend_schema(
+        operation_id="mental_model_create",
+        request=Input,
+        responses=obj(
+            "HindsightMentalModelCreated",
+            {"mental_model_id": serializers.CharField(), "operation_id": serializers.CharField()},
+        ),
+    )
     def post(self, request: Request, bank_id: str) -> Response:
         data = valid(self.Input, request.data)
         model_tags = conf.check_tags(data.get("tags") or [], "tags")
@@ -489,11 +609,20 @@ class MentalModelListApi(HindsightView):
 
 
 class MentalModelDetailApi(HindsightView):
+    @extend_schema(
+        operation_id="mental_model_get",
+        parameters=[OpenApiParameter("detail", str, enum=["metadata", "content", "full"])],
+        responses=OBJECT,
+    )
     def get(self, request: Request, bank_id: str, model_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id)
         view = selectors.mental_model(access=access, model_id=model_id)
         return Response(view.to_response(bank_id, request.query_params.get("detail", "full")))
 
+    @extend_schema(
+        operation_id="mental_model_delete",
+        responses=obj("HindsightMentalModelDeleted", {"status": serializers.CharField()}),
+    )
     def delete(self, request: Request, bank_id: str, model_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id, min_role=Role.MAINTAINER)
         selectors.mental_model(access=access, model_id=model_id)
@@ -502,12 +631,27 @@ class MentalModelDetailApi(HindsightView):
 
 
 class MentalModelHistoryApi(HindsightView):
+    @extend_schema(
+        operation_id="mental_model_history",
+        responses=OpenApiResponse(
+            response={"type": "array", "items": {"type": "object"}},
+            description="Each change of content, newest first.",
+        ),
+    )
     def get(self, request: Request, bank_id: str, model_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id)
         return Response(selectors.mental_model_history(access=access, model_id=model_id))
 
 
 class MentalModelRefreshApi(HindsightView):
+    @extend_schema(
+        operation_id="mental_model_refresh",
+        request=None,
+        responses=obj(
+            "HindsightRefreshQueued",
+            {"operation_id": serializers.CharField(), "status": serializers.CharField()},
+        ),
+    )
     def post(self, request: Request, bank_id: str, model_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id, min_role=Role.MEMBER)
         selectors.mental_model(access=access, model_id=model_id)
@@ -526,12 +670,23 @@ class MentalModelRefreshApi(HindsightView):
 
 
 class OperationApi(HindsightView):
+    @extend_schema(operation_id="operation_get", responses=OBJECT)
     def get(self, request: Request, bank_id: str, operation_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id)
         return Response(selectors.operation(access=access, operation_id=operation_id))
 
 
 class HealthApi(PublicView):
+    @extend_schema(
+        operation_id="health",
+        responses={
+            200: obj(
+                "HindsightHealth",
+                {"status": serializers.CharField(), "database": serializers.DictField()},
+            ),
+            503: OBJECT,
+        },
+    )
     def get(self, request: Request) -> Response:
         database = health._check_database()
         body = {"status": "healthy" if database["ok"] else "unhealthy", "database": database}
@@ -539,6 +694,16 @@ class HealthApi(PublicView):
 
 
 class VersionApi(PublicView):
+    @extend_schema(
+        operation_id="version",
+        responses=obj(
+            "HindsightVersion",
+            {
+                "api_version": serializers.CharField(),
+                "features": serializers.DictField(child=serializers.BooleanField()),
+            },
+        ),
+    )
     def get(self, request: Request) -> Response:
         features = dict.fromkeys(
             (

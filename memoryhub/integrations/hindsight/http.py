@@ -107,8 +107,6 @@ class HindsightView(APIView):
     permission_classes = [TokenLimits]
     parser_classes = [JsonParser]  # ours: the depth limit, 400 rather than 500 on hostile JSON
     renderer_classes = [JSONRenderer]
-    # Hindsight documents these routes in its own OpenAPI spec; ours covers /api/v1/.
-    schema = None
     post_reads = False  # True where POST only reads (recall, reflect)
 
     def get_exception_handler(self) -> Any:

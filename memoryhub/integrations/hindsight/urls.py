@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from memoryhub.integrations.hindsight import api
+from memoryhub.integrations.hindsight import api, openapi
 
 # Bank ids are free-form (URL-decoded by Django): any characters but "/".
 B = r"^v1/default/banks/(?P<bank_id>[^/]+)"
@@ -48,5 +48,7 @@ urlpatterns = [
         api.OperationApi.as_view(),
         name="hindsight-operation",
     ),
+    # Their own OpenAPI document (not part of /api/schema/): see openapi.py.
+    path("v1/openapi.json", openapi.schema_view, name="hindsight-schema"),
     re_path(r"^v1/", api.not_found),
 ]
