@@ -503,15 +503,17 @@ class DocumentDetailApi(HindsightView):
 
     @extend_schema(
         operation_id="document_delete",
-        responses=obj(
-            "HindsightDocumentDeleted",
-            {
-                "success": serializers.BooleanField(),
-                "message": serializers.CharField(),
-                "document_id": serializers.CharField(),
-                "memory_units_deleted": serializers.IntegerField(),
-            },
-        ),
+        responses={  # Hindsight answers 200 with a body, not 204
+            200: obj(
+                "HindsightDocumentDeleted",
+                {
+                    "success": serializers.BooleanField(),
+                    "message": serializers.CharField(),
+                    "document_id": serializers.CharField(),
+                    "memory_units_deleted": serializers.IntegerField(),
+                },
+            )
+        },
     )
     def delete(self, request: Request, bank_id: str, document_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id, min_role=Role.MAINTAINER)
@@ -621,7 +623,7 @@ class MentalModelDetailApi(HindsightView):
 
     @extend_schema(
         operation_id="mental_model_delete",
-        responses=obj("HindsightMentalModelDeleted", {"status": serializers.CharField()}),
+        responses={200: obj("HindsightMentalModelDeleted", {"status": serializers.CharField()})},
     )
     def delete(self, request: Request, bank_id: str, model_id: str) -> Response:
         access = banks.require(actor=self.actor, bank_id=bank_id, min_role=Role.MAINTAINER)
