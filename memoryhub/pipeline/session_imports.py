@@ -92,7 +92,10 @@ def import_stage(
 ) -> Job:
     """Stage an upload and queue its import; the job is sent to a worker on commit. Over
     `max_bytes` → 413 and nothing staged (one transaction)."""
-    if external_id and AgentSession.objects.filter(project=project, external_id=external_id):
+    if (
+        external_id
+        and AgentSession.objects.filter(project=project, external_id=external_id).exists()
+    ):
         raise Conflict(
             f"Session {external_id!r} already exists in this project.",
             details={"external_id": [external_id]},

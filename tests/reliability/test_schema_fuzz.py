@@ -1,6 +1,7 @@
-"""Property-based fuzzing of the whole OpenAPI schema with schemathesis, over real HTTP.
+"""Property-based fuzzing of our OpenAPI documents with schemathesis, over real HTTP: /api/schema/
+and the Hindsight-compatible routes' own /v1/openapi.json.
 
-Every operation of /api/schema/ gets schema examples, the coverage phase (boundary and invalid
+Every operation gets schema examples, the coverage phase (boundary and invalid
 values) and random fuzzing against a live server holding a real project, memory, session and
 token, so that path parameters reach real rows. The checks: no 5xx, every status code and
 content type documented, every body conforms to its documented schema. The number of examples

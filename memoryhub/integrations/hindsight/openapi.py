@@ -13,6 +13,7 @@ from typing import Any
 
 from drf_spectacular.views import SpectacularJSONAPIView
 from rest_framework import serializers
+from rest_framework.permissions import AllowAny
 
 PREFIXES = ("/v1/", "/health", "/version")
 
@@ -79,6 +80,9 @@ def add_detail_errors(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
 
 
 schema_view = SpectacularJSONAPIView.as_view(
+    # Open like /health and /version: no token read, so none is refused.
+    authentication_classes=[],
+    permission_classes=[AllowAny],
     urlconf="memoryhub.integrations.hindsight.urls",
     custom_settings={
         "TITLE": "MemoryHub — Hindsight-compatible API",
@@ -96,6 +100,7 @@ schema_view = SpectacularJSONAPIView.as_view(
 
 
 # --- shapes the views answer -------------------------------------------------------------------
+
 
 def obj(name: str, fields: dict[str, serializers.Field]) -> Any:
     from drf_spectacular.utils import inline_serializer
