@@ -10,8 +10,8 @@ on a free loopback port and one Celery worker, and measures append (1 and 100 re
 request), resume of a 10,000-record session with compact boundaries, and the imports of a 50 MB
 and of a max-size (255 MB, the limit being 256) Claude Code transcript: both above
 SESSION_IMPORT_SYNC_MAX_BYTES, so each is an upload (202) and a job on the worker, polled until
-it succeeds; the time is upload to success. It prints a Markdown table; the database, the server and the temp dirs are removed
-at the end, also on failure or Ctrl-C.
+it succeeds; the time is upload to success. It prints a Markdown table; the database, the
+server, the worker and the temp dirs are removed at the end, also on failure or Ctrl-C.
 
 The server runs with production defaults (DEBUG off, sync workers, DATABASE_CONN_MAX_AGE 60);
 inherited LLM_*, SESSION_*, API_*, broker and DEBUG variables are dropped so that a developer's
