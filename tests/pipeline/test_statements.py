@@ -289,6 +289,9 @@ def test_the_bench_scores_another_directory_with_its_split_as_a_row(
         "Last thing: run make lint before you stop.",
         "Use the staging bucket for this backfill.",
         "最后把 README 里的版本号更新一下。",
+        "The sensor board resets every few hours and I can't see why.",
+        "Run pnpm build && pnpm release --tag v3.2.0 once it's green.",
+        "订单页又白屏了，不知道为什么。",
     ],
 )
 def test_states_statuses_and_task_steps_are_not_standing(text: str) -> None:
@@ -332,6 +335,8 @@ def test_a_pitfall_the_team_learned_is_a_lesson(text: str) -> None:
         "When you propose changes, show a unified diff rather than the whole file.",
         "别写一大段解释，直接给结论。",
         "学习率别自己动。",
+        "Just give me the failing line and the fix, no essay.",
+        "改动分成小的 commit 给我看。",
     ],
 )
 def test_how_the_assistant_should_work_with_the_speaker_is_feedback(text: str) -> None:

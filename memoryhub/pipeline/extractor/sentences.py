@@ -523,7 +523,9 @@ _ASSISTANT_ROLE = re.compile(
           (?:show|give|send|write|keep|use|reply|answer|put|make|skip|list|stop|don'?t)\b
       | \b(?:answers?|replies|responses?|explanations?|summaries)\s+(?:to\s+me\s+)?
           (?:can|should|must|need\s+to)\s+(?:be|stay)\b
-      | 你自己|别自己|不要自己|自己(?:动|改|跑|调)|跟我说|一大段|长篇大论|我来(?:跑|做|改|合)""",
+      | ^(?:just\s+)?(?:give|show|tell|send)\s+me\b[^.;]*[,;]\s*(?:and\s+)?(?:no|not|without)\s+\w+
+      | 你自己|别自己|不要自己|自己(?:动|改|跑|调)|跟我说|一大段|长篇大论|我来(?:跑|做|改|合)
+      | (?:给|让)我(?:看|审|过目|确认)""",
     re.VERBOSE | re.IGNORECASE,
 )
 # A tracker, wiki or chat the team keeps things in.

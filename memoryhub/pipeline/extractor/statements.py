@@ -394,6 +394,9 @@ _NOT_STANDING = re.compile(
           (?:\#?\d+|[A-Z][A-Z0-9]+-\d+)
       | \b(?:never\s+got|didn'?t\s+get|doesn'?t\s+come\s+up|won'?t\s+come\s+up|doesn'?t\s+start|
           won'?t\s+start|isn'?t\s+coming\s+up|keeps?\s+failing|still\s+(?:fails|failing|broken|down))\b
+      | \b(?:can'?t|cannot|couldn'?t)\s+(?:see|figure\s+out|tell|work\s+out)\s+why\b
+      | \b(?:no|any)\s+idea\s+why\b | 不知道为什么|搞不懂为什么|找不到原因
+      | \b(?:keeps?\s+)?(?:resets?|reboots?|freezes|panics)\s+(?:every|randomly|again|twice|after)\b
       | \b(?:although|though|even\s+though|but)\b[^.;]*\b(?:is|are)\s+(?:already\s+)?
           (?:running|up|healthy|live|green)\b
       | ^我(?!们)[^。]*(?:开会|会议|出差|请假|休假|值班|看牙|牙医|体检|
@@ -408,7 +411,12 @@ _THIS_TASK = re.compile(
     r"""^(?:last|first|one\s+more|final)\s+(?:thing|step)\b|^(?:first|next|finally)\s*[,:]
       | \bfor\s+this\s+\w+|\bthis\s+(?:backfill|run|rollout|migration|release|deploy|fix|bug|issue|
           job|experiment|time)\b
-      | ^(?:最后|第一步|下一步|接下来)""",
+      | ^(?:最后|第一步|下一步|接下来)
+      | \bonce\s+(?:it'?s|it\s+is|that'?s|they'?re|the\s+\w+\s+(?:is|are))\s+
+          (?:green|done|merged|ready)\b
+      # a run with this release's arguments: a version tag, an environment set on the line
+      | ^(?:please\s+)?(?:run|deploy|release|ship|publish|tag|push|roll\s+out)\b[^.]*?
+          (?:--(?:tag|version|env)\b|\s[A-Z_]{2,}=\S|\bv\d+\.\d+\.\d+\b)""",
     re.VERBOSE | re.IGNORECASE,
 )
 
