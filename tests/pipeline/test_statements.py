@@ -70,7 +70,7 @@ def _only(text: str) -> ExtractedMemory:
         ("发版前先在预发环境验一遍。", "rule"),
         # …project knowledge when they describe a particular thing
         ("It's a Django 5 monolith with Celery for background jobs.", "project"),
-        ("订单号由 Snowflake 算法生成。", "project"),
+        ("订单号由 Snowflake 算法生成，存成 bigint。", "project"),
         ("前端和后端通过 OpenAPI 生成的 SDK 通信。", "project"),
         ("缓存的 key 前缀是服务名加版本号。", "project"),
         # the speaker about themself: their own taste
@@ -292,6 +292,7 @@ def test_the_bench_scores_another_directory_with_its_split_as_a_row(
         "The sensor board resets every few hours and I can't see why.",
         "Run pnpm build && pnpm release --tag v3.2.0 once it's green.",
         "订单页又白屏了，不知道为什么。",
+        "iOS 推送从昨晚开始有一半收不到。",
     ],
 )
 def test_states_statuses_and_task_steps_are_not_standing(text: str) -> None:
@@ -318,6 +319,7 @@ def test_standing_statements_that_mention_a_time_or_a_state_word_stay(text: str)
         "This bit us before: the scheduler runs in UTC, so dates come from the logical date.",
         "Got bitten by this last quarter: external-dns only picks up annotated ingresses.",
         "这个坑我们踩过：混合精度下 loss 必须先 scale 再 backward。",
+        "Mixed bulk requests have burned us before: deletes must go in their own batch.",
     ],
 )
 def test_a_pitfall_the_team_learned_is_a_lesson(text: str) -> None:
@@ -365,3 +367,24 @@ def test_a_one_off_deploy_with_concrete_arguments_is_no_standing_deploy_command(
         "Lint with `make lint`.",
         "Deploy with `./deploy.sh staging`.",
     ]
+
+
+def test_a_comma_clause_that_leans_on_the_one_before_joins_its_memory() -> None:
+    user = _only("I read task logs in the Grafana Loki view, I barely open the Airflow UI.")
+    assert user.kind == "user"
+    assert (
+        user.content == "I read task logs in the Grafana Loki view, i barely open the Airflow UI."
+    )
+    rule = _only("证书统一放在 Vault 的 secret/push 下，不要提交到仓库。")
+    assert (rule.kind, rule.content) == (
+        "rule",
+        "证书统一放在 Vault 的 secret/push 下，不要提交到仓库。",
+    )
+    # a clause that names a thing of its own stays a memory of its own
+    assert len(_after_task("状态管理用 Zustand，别再引入 Redux。")) == 2
+
+
+def test_a_habit_about_something_said_before_is_no_user_memory() -> None:
+    assert statements.judge_statement("I read them line by line.") is None
+    kept = statements.judge_statement("I keep a scratch Kibana dashboard for myself.")
+    assert kept is not None and kept[0] == "user"

@@ -509,6 +509,9 @@ _ASKED = re.compile(
 
 _LESSON_MARK = re.compile(
     r"""\b(?:this|that|it)\s+(?:has\s+)?(?:bit|bitten|burned|burnt)\s+us\b
+      | \b(?:has|have|had)\s+(?:bit|bitten|burned|burnt)\s+us\b
+      | \b(?:bit|burned|burnt)\s+us\s+(?:before|once|twice|last|in)\b
+      | \b(?:tripped|caught)\s+us\s+(?:up|out)\b
       | \b(?:got|been|get|getting|was|were)\s+(?:bitten|burned|burnt)\b
       | \b(?:pitfall|gotcha|footgun)\b | \blearned\s+(?:this\s+)?the\s+hard\s+way\b
       | 这个坑|踩过|踩坑|吃过亏|栽过|坑过""",
@@ -841,6 +844,19 @@ def _correction(
     return memory, remaining
 
 
+def _continues(clause: str) -> bool:
+    """Does a comma clause lean on the clause before it rather than name a thing of its own: the
+    speaker again ("…, I barely open the Airflow UI"), or a bare verb phrase with no name or
+    code word ("…，不要提交到仓库")?"""
+    if re.match(r"^i\b", clause, re.IGNORECASE):
+        return True
+    return bool(
+        CJK.search(clause)
+        and not re.search(r"[A-Za-z]", clause)
+        and re.match(r"^(?:不要|别|不|禁止|也|都)", clause)
+    )
+
+
 def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
     drafts: list[Draft] = []
     for position, record in enumerate(expanded):
@@ -860,6 +876,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
         for sentence in split_sentences(text):
             at = text.find(sentence, cursor)
             joined = at > 0 and text[:at].rstrip().endswith((";", "；"))
+            comma = at > 0 and text[:at].rstrip().endswith((",", "，"))
             cursor = max(cursor, at + len(sentence))
             memory = _classify(sentence, record.index)
             if memory is None:
@@ -869,6 +886,23 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 # A clause after a semicolon elaborates the statement before it ("Money is
                 # integer cents end to end; floats only show up in the templates").
                 previous.content = previous.content.rstrip("。.") + "; " + memory.content
+                continue
+            if (
+                comma
+                and previous is not None
+                and memory.kind == previous.kind
+                and _continues(memory.content)
+            ):
+                # One sentence, one memory: "证书放在 Vault 下，不要提交到仓库", "I read logs in
+                # Loki, I barely open the Airflow UI" continue the clause before them.
+                sep = "，" if CJK.search(previous.content[-1:]) else ", "
+                tail = (
+                    memory.content
+                    if sep == "，"
+                    else memory.content[:1].lower() + memory.content[1:]
+                )
+                previous.content = previous.content.rstrip("。.") + sep + tail
+                previous.importance = max(previous.importance, memory.importance)
                 continue
             drafts.append(memory)
             previous = memory

@@ -403,7 +403,10 @@ _NOT_STANDING = re.compile(
           这周|本周|下周|下午|上午|晚上|点以后|点之后)
       | ^好了|^(?:已经)?(?:修|搞|弄)好了|不\s*\S{1,12}\s*了[。！!]?$
       | 没有[^，。]{1,20}[，,]\s*(?:但是?|可是)
-      | 已经\s*\S+\s*了[。！!]?$""",
+      | 已经\s*\S+\s*了[。！!]?$
+      # 收不到 / 连不上 / 跑不了: can't, said of what happens, is a report
+      | (?:收|打|连|跑|登|加|装|找|拉|推|发|载)不(?:到|了|上|开|动|通|进)
+      | 从(?:昨天|昨晚|今天|今早|早上|上周|周一|刚才|上次)(?:开始|起)""",
     re.VERBOSE | re.IGNORECASE,
 )
 # A task step for this session: "Last thing: …", "First, …", "For this backfill…".
@@ -508,6 +511,11 @@ def judge_statement(sentence: str) -> tuple[str, int] | None:
         kind: str | None = Kind.USER.value
     else:
         kind = statement_kind(body, normative=normative)
+    if kind == Kind.USER.value and re.match(
+        r"^i\s+(?:\w+\s+){1,2}?(?:it|them|these|those)\b|^我[^，。]{0,6}?它们", body, re.I
+    ):
+        # "I read them line by line": a habit about something said before says nothing alone
+        return None
     if kind is None:
         # Durable but naming nothing the scope rules know ("Prefabs are edited in prefab mode
         # only"): in a coding session, a statement not about the speaker is about the team's work.
