@@ -8,7 +8,7 @@ fields' own converters, e.g. JSON decoding), so the rest of the code cannot tell
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from typing import Any
 
@@ -68,3 +68,10 @@ def build[M: Model](model: type[M], values: Sequence[Any], exclude: tuple[str, .
             for function in functions:
                 row[n] = function(row[n], expression, connection)
     return model.from_db(DEFAULT_DB_ALIAS, list(attnames), row)
+
+
+def int_array(values: Iterable[int]) -> str:
+    """A PostgreSQL array literal of integers, to pass as one text parameter cast with
+    `::bigint[]`: the client-side adapter quotes a list element by element, which for the few
+    hundred ids of an injection cost a millisecond."""
+    return "{" + ",".join(str(int(v)) for v in values) + "}"

@@ -518,8 +518,8 @@ def load_memories(*, project_id: int, ids: list[int]) -> dict[int, Memory]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {rows.columns(Memory, 'm')} FROM memories_memory m"  # noqa: S608
-            " WHERE m.project_id = %s AND m.id = ANY(%s)",
-            [project_id, ids],
+            " WHERE m.project_id = %s AND m.id = ANY(%s::bigint[])",
+            [project_id, rows.int_array(ids)],
         )
         found = [rows.build(Memory, row) for row in cursor.fetchall()]
     return {memory.pk: memory for memory in found}

@@ -191,8 +191,8 @@ def seen_memory_ids(
             sql += " AND reason = %(reason)s"
             params["reason"] = reason
         if among is not None:
-            sql += " AND memory_id = ANY(%(among)s)"
-            params["among"] = list(among)
+            sql += " AND memory_id = ANY(%(among)s::bigint[])"
+            params["among"] = rows.int_array(among)
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return {memory_id for (memory_id,) in cursor.fetchall()}

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from accounts.actors import Actor
 from accounts.models import User
-from memoryhub.core import redaction
+from memoryhub.core import redaction, rows
 from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.core.services import audit_record
@@ -447,7 +447,7 @@ def _seen_upsert(
         cursor.execute(
             f"WITH redated AS (UPDATE {table} AS seen SET created_at = %(now)s"  # noqa: S608
             " WHERE seen.session_id = %(session)s AND seen.reason = %(reason)s"
-            " AND seen.memory_id = ANY(%(ids)s)"
+            " AND seen.memory_id = ANY(%(ids)s::bigint[])"
             " AND (seen.created_at < date_trunc('day', %(now)s::timestamptz)"
             f" OR seen.created_at <= {selectors.since_compaction_sql('seen.session_id')})"
             " RETURNING seen.memory_id)"
@@ -455,7 +455,12 @@ def _seen_upsert(
             " SELECT %(session)s, m, %(reason)s, %(now)s FROM unnest(%(ids)s::bigint[]) AS m"
             " WHERE m NOT IN (SELECT memory_id FROM redated)"
             " ON CONFLICT (session_id, memory_id, reason) DO NOTHING",
-            {"session": session.pk, "reason": reason, "now": now, "ids": sorted(set(memory_ids))},
+            {
+                "session": session.pk,
+                "reason": reason,
+                "now": now,
+                "ids": rows.int_array(sorted(set(memory_ids))),
+            },
         )
 
 
