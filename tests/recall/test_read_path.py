@@ -155,3 +155,22 @@ def test_marking_seen_again_redates_only_rows_of_an_earlier_day_or_before_a_comp
     assert injected_memory_ids(session=session, among=[memory.pk]) == set()
     recall_payload_mark_injected(session=session, memory_pks=[memory.pk])
     assert injected_memory_ids(session=session, among=[memory.pk]) == {memory.pk}
+
+
+def test_hindsight_recall_refuses_a_removed_member_at_once(
+    alice: User, bob: User, project: Project, alice_client: APIClient, bob_client: APIClient
+) -> None:
+    """Hindsight reads the membership of the bank in the URL with the token, too; an unknown
+    bank answers an empty recall (as Hindsight does), and so does a bank one left."""
+    add_memory(alice_client, "The billing service deploys on Fridays.")
+    recall = "/v1/default/banks/alpha/memories/recall"
+    before = bob_client.post(recall, {"query": "billing deploys"}, format="json")
+    assert before.status_code == 200 and len(before.json()["results"]) == 1
+    access = project_access(slug="alpha", actor=Actor(user=alice))
+    membership_remove(access=access, membership=membership_get(project=project, username="bob"))
+    gone = bob_client.post(recall, {"query": "billing deploys"}, format="json")
+    missing = bob_client.post(
+        "/v1/default/banks/no-such-bank/memories/recall", {"query": "billing"}, format="json"
+    )
+    assert (gone.status_code, gone.json()) == (missing.status_code, missing.json())
+    assert gone.json() == {"results": []}

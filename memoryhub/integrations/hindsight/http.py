@@ -37,7 +37,14 @@ class HindsightTokenAuthentication(authentication.BaseAuthentication):
             return None
         scheme, _, rest = header.partition(" ")
         raw = rest.strip() if scheme.lower() == "bearer" else header
-        token = account_selectors.token_find_usable(raw=raw)
+        # The bank in the URL is usually the project's slug: its membership is read in the
+        # token's statement (used once, by the request's first project_access).
+        bank_id = ((getattr(request, "parser_context", None) or {}).get("kwargs") or {}).get(
+            "bank_id"
+        )
+        token = account_selectors.token_find_usable(
+            raw=raw, project_slug=bank_id if isinstance(bank_id, str) else None
+        )
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed("Invalid API key")
         account_services.token_touch(token=token)
