@@ -293,6 +293,11 @@ def test_the_bench_scores_another_directory_with_its_split_as_a_row(
         "Run pnpm build && pnpm release --tag v3.2.0 once it's green.",
         "订单页又白屏了，不知道为什么。",
         "iOS 推送从昨晚开始有一半收不到。",
+        "CI 上 assembleRelease 卡在 R8 那一步二十分钟。",
+        "I'll merge after lunch.",
+        "Users get logged out after ten minutes even though the refresh token is valid.",
+        "The frontend team says they send the refresh request on every 401.",
+        "It is currently deployed to the eu-west cluster only.",
     ],
 )
 def test_states_statuses_and_task_steps_are_not_standing(text: str) -> None:
@@ -320,6 +325,7 @@ def test_standing_statements_that_mention_a_time_or_a_state_word_stay(text: str)
         "Got bitten by this last quarter: external-dns only picks up annotated ingresses.",
         "这个坑我们踩过：混合精度下 loss 必须先 scale 再 backward。",
         "Mixed bulk requests have burned us before: deletes must go in their own batch.",
+        "上次就是因为分区字段用了本地时间才对不上：分区一律按 UTC 日期。",
     ],
 )
 def test_a_pitfall_the_team_learned_is_a_lesson(text: str) -> None:
@@ -339,6 +345,9 @@ def test_a_pitfall_the_team_learned_is_a_lesson(text: str) -> None:
         "学习率别自己动。",
         "Just give me the failing line and the fix, no essay.",
         "改动分成小的 commit 给我看。",
+        "Please don't rewrite my specs to a different style.",
+        "别给我贴整段 SQL，改了哪几行说清楚就行。",
+        "Skip the explanation of how JWTs work, I know that part.",
     ],
 )
 def test_how_the_assistant_should_work_with_the_speaker_is_feedback(text: str) -> None:
@@ -388,3 +397,18 @@ def test_a_habit_about_something_said_before_is_no_user_memory() -> None:
     assert statements.judge_statement("I read them line by line.") is None
     kept = statements.judge_statement("I keep a scratch Kibana dashboard for myself.")
     assert kept is not None and kept[0] == "user"
+
+
+def test_what_the_system_is_stays_project_knowledge_however_it_goes_on() -> None:
+    memory = _only("The app is a single-activity Compose app, navigation goes through the NavHost.")
+    assert memory.kind == "project"
+    assert _only(
+        "Workers are plain goroutines reading from NATS JetStream, no framework."
+    ).kind == ("project")
+
+
+def test_a_reason_given_for_a_norm_is_no_problem_report() -> None:
+    text = "Handlers must ack only after the database commit, otherwise we lose jobs on crash."
+    assert not statements.one_off(text)
+    assert statements.one_off("The handler loses jobs on crash.")
+    assert _only(text).kind == "rule"

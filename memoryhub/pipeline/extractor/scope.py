@@ -41,7 +41,8 @@ INTERACTION = re.compile(
         chatty|lecture|guess\w*|assum\w*)\b
       | 问我|跟我确认|和我确认|我同意|我确认|道歉|解释|总结|回复|回答|啰嗦|表情
       | 擅自|自作主张|未经|废话
-      | \b(?:yourself|my\s+job|not\s+yours|hand\s+me|at\s+me)\b | 你自己|别自己|一大段""",
+      | \b(?:yourself|my\s+job|not\s+yours|hand\s+me|at\s+me)\b | 你自己|别自己|一大段
+      | (?:别|不要|不用)给我|贴(?:给我|整段|一大段)""",
     re.VERBOSE | re.IGNORECASE,
 )
 CODE_WORDS = re.compile(
@@ -162,7 +163,8 @@ def is_interaction(text: str) -> bool:
 def prohibition_kind(text: str) -> str:
     """feedback about the interaction; rule when it names code, files or tooling; else
     feedback when it addresses "you", a rule otherwise."""
-    if INTERACTION.search(text):
+    # "don't rewrite my specs": what the assistant may do to the speaker's own work
+    if INTERACTION.search(text) or re.search(r"\bmy\s+(?!team|company|org)\w+|我的", text, re.I):
         return Kind.FEEDBACK.value
     if _names_code(text) or _TEAM_WORDS.search(text) or _TEAM.search(text):
         return Kind.RULE.value

@@ -514,16 +514,21 @@ _LESSON_MARK = re.compile(
       | \b(?:tripped|caught)\s+us\s+(?:up|out)\b
       | \b(?:got|been|get|getting|was|were)\s+(?:bitten|burned|burnt)\b
       | \b(?:pitfall|gotcha|footgun)\b | \blearned\s+(?:this\s+)?the\s+hard\s+way\b
-      | 这个坑|踩过|踩坑|吃过亏|栽过|坑过""",
+      | 这个坑|踩过|踩坑|吃过亏|栽过|坑过
+      # "last time X happened because…: Y" / "上次就是因为…才…：Y"
+      | \blast\s+time\b[^.:]{0,80}\bbecause\b[^.]*: | (?:上次|之前|以前|那次)[^，。：]{0,6}?因为""",
     re.VERBOSE | re.IGNORECASE,
 )
 # Who does what between the speaker and the assistant: the speaker's job, not the assistant's.
 _ASSISTANT_ROLE = re.compile(
     r"""\b(?:my\s+job|not\s+yours|your\s+job|hand\s+me|(?:at|with)\s+me\b(?!\s+(?:and|or))|
-          yourself|i'?ll\s+(?:run|do|handle|apply|merge|push|deploy|review|take\s+care)|
+          yourself|
           past(?:e|ing)\s+(?:whole|entire|full|long)|walls?\s+of\s+text)\b
       | ^when(?:ever)?\s+you\s+[^,]{3,60},\s*(?:please\s+)?(?:always\s+)?
           (?:show|give|send|write|keep|use|reply|answer|put|make|skip|list|stop|don'?t)\b
+      | ^(?:please\s+)?(?:skip|drop|spare\s+me|no\s+need\s+for)\b[^.]*?
+          \b(?:explanations?|explaining|summary|summaries|recaps?|intros?|lectures?|essays?|
+          preambles?|apolog\w+)\b
       | \b(?:answers?|replies|responses?|explanations?|summaries)\s+(?:to\s+me\s+)?
           (?:can|should|must|need\s+to)\s+(?:be|stay)\b
       | ^(?:just\s+)?(?:give|show|tell|send)\s+me\b[^.;]*[,;]\s*(?:and\s+)?(?:no|not|without)\s+\w+
@@ -540,6 +545,16 @@ _REF_PLACE = re.compile(
       | (?:放|记|写|发|登记|归档)(?:在|到)[^，。]{0,20}?
         (?P<tool_zh>飞书|语雀|钉钉|Confluence|Notion|Jira)""",
     re.VERBOSE,
+)
+
+
+# "The app is a …", "Our backend is an …": what the system is, however it goes on
+_DESCRIBES_THE_SYSTEM = re.compile(
+    r"^(?:the|our|this)\s+(?:[\w-]+\s+)?(?:app|application|service|project|backend|frontend|api|"
+    r"repo|system|site|codebase|stack|product|platform)\s+is\s+(?:a|an)\b"
+    # "Workers are plain goroutines …": what a part is made of
+    r"|^(?:the\s+|our\s+)?[\w-]+\s+(?:is|are)\s+(?:a|an|plain|just|simple|ordinary)\s+[\w-]+",
+    re.IGNORECASE,
 )
 
 
@@ -725,6 +740,8 @@ def _classify(
     # a convention stated without a trigger word
     if found is not None and _substance(s) and not particular(s):
         kind, importance, sub = found
+        if _DESCRIBES_THE_SYSTEM.match(s):  # "The app is a single-activity Compose app, …"
+            kind, sub = Kind.PROJECT.value, fact_subcategory(s)
         return draft(kind, "convention", importance, sub)
 
     # where the team keeps a kind of record ("Incidents go on the DQ board in Linear")

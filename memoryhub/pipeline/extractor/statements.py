@@ -406,7 +406,12 @@ _NOT_STANDING = re.compile(
       | 已经\s*\S+\s*了[。！!]?$
       # 收不到 / 连不上 / 跑不了: can't, said of what happens, is a report
       | (?:收|打|连|跑|登|加|装|找|拉|推|发|载)不(?:到|了|上|开|动|通|进)
-      | 从(?:昨天|昨晚|今天|今早|早上|上周|周一|刚才|上次)(?:开始|起)""",
+      | 从(?:昨天|昨晚|今天|今早|早上|上周|周一|刚才|上次)(?:开始|起) | 卡在|卡住
+      | \b(?:after|before)\s+(?:lunch|dinner|the\s+meeting|standup|the\s+call)\b
+      # what is the case now, or what someone else said ("even though", "currently", "X says")
+      | \beven\s+though\b | \bcurrently\b
+      | \b(?:says|said|told\s+(?:me|us)|claims?|mentioned)\s+(?:that\s+)?
+          (?:they|it|he|she|we|you)\b""",
     re.VERBOSE | re.IGNORECASE,
 )
 # A task step for this session: "Last thing: …", "First, …", "For this backfill…".
@@ -436,12 +441,17 @@ def particular(sentence: str) -> bool:
     return bool(_PARTICULAR.search(sentence))
 
 
+_REASON = re.compile(r"\b(?:otherwise|or\s+else|so\s+that|because)\b|否则|不然|以免|免得")
+
+
 def one_off(sentence: str) -> bool:
     """Is `sentence` a request, a problem report or a remark about the moment (never a durable
     statement)?"""
+    # "…, otherwise we lose jobs on crash": a reason given for a norm is no report
+    head = _REASON.split(sentence, maxsplit=1)[0]
     if (
         _ONE_OFF.search(sentence)
-        or reports_problem(sentence)
+        or reports_problem(head)
         or particular(sentence)
         or not_standing(sentence)
     ):
