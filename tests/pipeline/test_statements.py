@@ -326,6 +326,7 @@ def test_standing_statements_that_mention_a_time_or_a_state_word_stay(text: str)
         "这个坑我们踩过：混合精度下 loss 必须先 scale 再 backward。",
         "Mixed bulk requests have burned us before: deletes must go in their own batch.",
         "上次就是因为分区字段用了本地时间才对不上：分区一律按 UTC 日期。",
+        "A missing index took the site down on Black Friday, so every ForeignKey gets reviewed.",
     ],
 )
 def test_a_pitfall_the_team_learned_is_a_lesson(text: str) -> None:
@@ -348,6 +349,7 @@ def test_a_pitfall_the_team_learned_is_a_lesson(text: str) -> None:
         "Please don't rewrite my specs to a different style.",
         "别给我贴整段 SQL，改了哪几行说清楚就行。",
         "Skip the explanation of how JWTs work, I know that part.",
+        "Write the migration but leave applying it to me.",
     ],
 )
 def test_how_the_assistant_should_work_with_the_speaker_is_feedback(text: str) -> None:
@@ -412,3 +414,15 @@ def test_a_reason_given_for_a_norm_is_no_problem_report() -> None:
     assert not statements.one_off(text)
     assert statements.one_off("The handler loses jobs on crash.")
     assert _only(text).kind == "rule"
+
+
+def test_a_bare_clause_and_a_fact_after_a_rule_join_the_memory_before_them() -> None:
+    feedback = _only("改 UI 之前先截图给我确认，别直接提交。")
+    assert (feedback.kind, feedback.content) == (
+        "feedback",
+        "改 UI 之前先截图给我确认，别直接提交。",
+    )
+    rule = _only(
+        "Admin classes only search indexed columns; free-text search belongs in the search view."
+    )
+    assert rule.kind == "rule" and "Free-text search" in rule.content

@@ -516,13 +516,15 @@ _LESSON_MARK = re.compile(
       | \b(?:pitfall|gotcha|footgun)\b | \blearned\s+(?:this\s+)?the\s+hard\s+way\b
       | 这个坑|踩过|踩坑|吃过亏|栽过|坑过
       # "last time X happened because…: Y" / "上次就是因为…才…：Y"
-      | \blast\s+time\b[^.:]{0,80}\bbecause\b[^.]*: | (?:上次|之前|以前|那次)[^，。：]{0,6}?因为""",
+      | \blast\s+time\b[^.:]{0,80}\bbecause\b[^.]*: | (?:上次|之前|以前|那次)[^，。：]{0,6}?因为
+      # an incident and the norm it left: "X took the site down during Y, so every Z …"
+      | \b(?:took|brought|knocked)\s+(?:\w+\s+){0,4}?down\b[^.]*?,\s*so\b""",
     re.VERBOSE | re.IGNORECASE,
 )
 # Who does what between the speaker and the assistant: the speaker's job, not the assistant's.
 _ASSISTANT_ROLE = re.compile(
     r"""\b(?:my\s+job|not\s+yours|your\s+job|hand\s+me|(?:at|with)\s+me\b(?!\s+(?:and|or))|
-          yourself|
+          yourself|leave\s+[^.]{0,40}?\bto\s+me|up\s+to\s+me|
           past(?:e|ing)\s+(?:whole|entire|full|long)|walls?\s+of\s+text)\b
       | ^when(?:ever)?\s+you\s+[^,]{3,60},\s*(?:please\s+)?(?:always\s+)?
           (?:show|give|send|write|keep|use|reply|answer|put|make|skip|list|stop|don'?t)\b
@@ -533,6 +535,7 @@ _ASSISTANT_ROLE = re.compile(
           (?:can|should|must|need\s+to)\s+(?:be|stay)\b
       | ^(?:just\s+)?(?:give|show|tell|send)\s+me\b[^.;]*[,;]\s*(?:and\s+)?(?:no|not|without)\s+\w+
       | 你自己|别自己|不要自己|自己(?:动|改|跑|调)|跟我说|一大段|长篇大论|我来(?:跑|做|改|合)
+      | 交给我|留给我
       | (?:给|让)我(?:看|审|过目|确认)""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -899,16 +902,22 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
             if memory is None:
                 previous = None
                 continue
-            if joined and previous is not None and memory.rule == "statement":
+            if (
+                joined
+                and previous is not None
+                and (memory.rule == "statement" or (memory.rule, previous.kind) == ("fact", "rule"))
+            ):
                 # A clause after a semicolon elaborates the statement before it ("Money is
-                # integer cents end to end; floats only show up in the templates").
+                # integer cents end to end; floats only show up in the templates"), and so
+                # does a fact after a rule ("…only search indexed columns; free-text search
+                # belongs in the search endpoint").
                 previous.content = previous.content.rstrip("。.") + "; " + memory.content
                 continue
             if (
                 comma
                 and previous is not None
-                and memory.kind == previous.kind
                 and _continues(memory.content)
+                and (memory.kind == previous.kind or CJK.search(memory.content))
             ):
                 # One sentence, one memory: "证书放在 Vault 下，不要提交到仓库", "I read logs in
                 # Loki, I barely open the Airflow UI" continue the clause before them.
