@@ -327,6 +327,7 @@ def test_standing_statements_that_mention_a_time_or_a_state_word_stay(text: str)
         "Mixed bulk requests have burned us before: deletes must go in their own batch.",
         "上次就是因为分区字段用了本地时间才对不上：分区一律按 UTC 日期。",
         "A missing index took the site down on Black Friday, so every ForeignKey gets reviewed.",
+        "以前吃过大批量 insert 的亏：每批最多十万行，不然 merge 跟不上。",
     ],
 )
 def test_a_pitfall_the_team_learned_is_a_lesson(text: str) -> None:
@@ -350,6 +351,7 @@ def test_a_pitfall_the_team_learned_is_a_lesson(text: str) -> None:
         "别给我贴整段 SQL，改了哪几行说清楚就行。",
         "Skip the explanation of how JWTs work, I know that part.",
         "Write the migration but leave applying it to me.",
+        "结论放前面，细节我自己会看代码。",
     ],
 )
 def test_how_the_assistant_should_work_with_the_speaker_is_feedback(text: str) -> None:

@@ -42,7 +42,8 @@ INTERACTION = re.compile(
       | 问我|跟我确认|和我确认|我同意|我确认|道歉|解释|总结|回复|回答|啰嗦|表情
       | 擅自|自作主张|未经|废话
       | \b(?:yourself|my\s+job|not\s+yours|hand\s+me|at\s+me)\b | 你自己|别自己|一大段
-      | (?:别|不要|不用)给我|贴(?:给我|整段|一大段)""",
+      | (?:别|不要|不用)给我|贴(?:给我|整段|一大段)
+      | \bon\s+my\s+behalf\b | 结论(?:放|写)(?:在)?前面|先(?:说|给)结论""",
     re.VERBOSE | re.IGNORECASE,
 )
 CODE_WORDS = re.compile(

@@ -513,8 +513,8 @@ _LESSON_MARK = re.compile(
       | \b(?:bit|burned|burnt)\s+us\s+(?:before|once|twice|last|in)\b
       | \b(?:tripped|caught)\s+us\s+(?:up|out)\b
       | \b(?:got|been|get|getting|was|were)\s+(?:bitten|burned|burnt)\b
-      | \b(?:pitfall|gotcha|footgun)\b | \blearned\s+(?:this\s+)?the\s+hard\s+way\b
-      | 这个坑|踩过|踩坑|吃过亏|栽过|坑过
+      | \b(?:pitfall|gotcha|footgun)\b | \bthe\s+hard\s+way\b
+      | 这个坑|踩过|踩坑|吃过[^，。：]{0,20}?亏|栽过|坑过
       # "last time X happened because…: Y" / "上次就是因为…才…：Y"
       | \blast\s+time\b[^.:]{0,80}\bbecause\b[^.]*: | (?:上次|之前|以前|那次)[^，。：]{0,6}?因为
       # an incident and the norm it left: "X took the site down during Y, so every Z …"
@@ -542,6 +542,7 @@ _ASSISTANT_ROLE = re.compile(
 # A tracker, wiki or chat the team keeps things in.
 _REF_PLACE = re.compile(
     r"""\b(?:go(?:es)?|live|lives|are|is|belong|belongs|tracked|filed|logged|documented|kept|
+          described|explained|listed|recorded|
           written\s+up|posted)\s+(?:on|in|under|to|into)\b[^.;]{0,60}?
         \b(?P<tool>Linear|Jira|Confluence|Notion|Slack|Wiki|Google\s+(?:Docs|Drive)|SharePoint|
           Asana|Trello|PagerDuty|Opsgenie|Coda|Dropbox|Basecamp|GitHub\s+(?:Discussions|Projects|wiki))\b

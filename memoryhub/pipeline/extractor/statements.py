@@ -32,7 +32,7 @@ from collections.abc import Callable
 from memoryhub.memories.kinds import Kind
 from memoryhub.pipeline.extractor.conventions import reports_problem
 from memoryhub.pipeline.extractor.keywords import CJK
-from memoryhub.pipeline.extractor.scope import statement_kind
+from memoryhub.pipeline.extractor.scope import is_interaction, statement_kind
 
 _I = re.IGNORECASE
 _X = re.VERBOSE | re.IGNORECASE
@@ -409,7 +409,7 @@ _NOT_STANDING = re.compile(
       | 从(?:昨天|昨晚|今天|今早|早上|上周|周一|刚才|上次)(?:开始|起) | 卡在|卡住
       | \b(?:after|before)\s+(?:lunch|dinner|the\s+meeting|standup|the\s+call)\b
       # what is the case now, or what someone else said ("even though", "currently", "X says")
-      | \beven\s+though\b | \bcurrently\b
+      | \beven\s+though\b | \bcurrently\b | \bin\s+a\s+loop\b | \bnever\s+settle
       | \b(?:says|said|told\s+(?:me|us)|claims?|mentioned)\s+(?:that\s+)?
           (?:they|it|he|she|we|you)\b""",
     re.VERBOSE | re.IGNORECASE,
@@ -515,10 +515,13 @@ def judge_statement(sentence: str) -> tuple[str, int] | None:
     # "I keep telling you: schedules are in UTC" is about the schedules, not the speaker.
     body = _INSISTING.sub("", sentence) or sentence
     normative = is_norm(body)
-    if (_FOR_ME.search(body) or _ABOUT_ME.match(body)) and not re.search(
+    # "结论放前面，细节我自己会看": how to answer the speaker, though "我自己" comes later
+    if is_interaction(body) and not (_ABOUT_ME.match(body) or _FOR_ME.match(body)):
+        kind: str | None = Kind.FEEDBACK.value
+    elif (_FOR_ME.search(body) or _ABOUT_ME.match(body)) and not re.search(
         r"\byou\b|你", body, re.IGNORECASE
     ):
-        kind: str | None = Kind.USER.value
+        kind = Kind.USER.value
     else:
         kind = statement_kind(body, normative=normative)
     if kind == Kind.USER.value and re.match(
