@@ -1,6 +1,7 @@
 """Every API and Hindsight route that takes a body × each class of malformed input: a clear 4xx
 in the route's own error shape (our envelope, or Hindsight's {"detail": …}), and no row added or
-removed anywhere in the database.
+removed anywhere in the database. Every web form post × NUL bytes in each field, a broken
+multipart body and a JSON body: never a 5xx, and a refusal writes nothing.
 
 The routes, their valid bodies and path values come from the permission matrix's table
 (test_permission_matrix.ROUTES), so a new write route is covered as soon as it is declared
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from http.cookies import SimpleCookie
 from typing import Any
 
 import pytest
@@ -187,4 +189,56 @@ def test_malformed_bodies_answer_4xx_and_write_nothing(
             wrong.append(f"{name}: {status} {problem}")
         if before != after:
             wrong.append(f"{name}: {status} but rows were written")
+    assert wrong == [], f"{method} {key}:\n" + "\n".join(wrong)
+
+
+# Sign-in and sign-out are Django's own views; the language switch takes any value it knows.
+WEB_EXEMPT = {"web:login", "web:logout", "set_language"}
+WEB_CELLS = [
+    (key, method)
+    for key, method in CELLS
+    if method == "POST"
+    and key not in WEB_EXEMPT
+    and face_of(next(r for r in ROUTE_LIST if r.key == key)) == "web"
+]
+
+
+@pytest.mark.parametrize(("key", "method"), WEB_CELLS, ids=[f"{m} {k}" for k, m in WEB_CELLS])
+def test_malformed_form_posts_never_fail_with_5xx(
+    key: str,
+    method: str,
+    world: World,  # noqa: F811 - the imported fixture
+    db: None,
+) -> None:
+    route = next(r for r in ROUTE_LIST if r.key == key)
+    rule = ROUTES[key][method]
+    url = url_of(route, rule, world.values)
+    client: Client = world.web["owner"]
+    fields = list(_filled(rule, world.values) or {}) or ["reason", "content", "name"]
+    cases = {
+        "NUL bytes in every field": (
+            "&".join(f"{f}=%00x" for f in fields).encode(),
+            "application/x-www-form-urlencoded",
+        ),
+        "broken multipart": (
+            b'--xx\r\nContent-Disposition: form-data; name="a"\r\n\r\nb',
+            "multipart/form-data; boundary=xx",
+        ),
+        "JSON body": (b'{"content": ', "application/json"),
+    }
+    wrong: list[str] = []
+    for name, (data, content_type) in cases.items():
+        client.cookies = SimpleCookie(world.cookies["owner"])
+        cache.clear()
+        sid = transaction.savepoint_create()
+        try:
+            before = row_counts()
+            response = client.generic(method, url, data=data, content_type=content_type)
+            after = row_counts()
+        finally:
+            transaction.savepoint_rollback(sid)
+        if response.status_code >= 500:
+            wrong.append(f"{name}: {response.status_code}")
+        elif response.status_code >= 400 and before != after:
+            wrong.append(f"{name}: {response.status_code} but rows were written")
     assert wrong == [], f"{method} {key}:\n" + "\n".join(wrong)

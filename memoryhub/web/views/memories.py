@@ -10,7 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.db.models import Q, QuerySet, prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
@@ -317,7 +317,10 @@ def _review_checked(access: ProjectAccess, memory: Memory) -> Memory:
 
 
 def _reason(request: HttpRequest) -> str:
-    return str(request.POST.get("reason", ""))[:1000]
+    reason = str(request.POST.get("reason", ""))[:1000]
+    if "\x00" in reason:  # PostgreSQL text cannot hold it; a form field refuses it the same way
+        raise BadRequest("The reason contains a NUL character.")
+    return reason
 
 
 ActionRun = Callable[[HttpRequest, ProjectAccess, Memory], Memory]
