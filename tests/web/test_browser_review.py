@@ -60,13 +60,18 @@ def test_a_maintainer_reviews_pipeline_output_with_the_keyboard(
     # a: approve the focused (first) item; the focus moves on to the next open one.
     page.keyboard.press("a")
     expect(page.locator(f"#{first_id}")).to_have_class(re.compile("resolved"))
+    # The approval's swap must be over before the next key: a textarea filled mid-swap is
+    # replaced by the server's copy, and the original text would be saved.
+    expect(page.locator(f"#{first_id}")).not_to_have_class(re.compile("htmx-"))
     expect(page.locator(f"#{second_id}")).to_be_focused()
 
     # e: edit, then approve.
     page.keyboard.press("e")
     content = page.locator(f"#{second_id} textarea[name=content]")
     expect(content).to_be_visible()
+    expect(page.locator(f"#{second_id}")).not_to_have_class(re.compile("htmx-"))
     content.fill("Edited in review: never force-push to main.")
+    expect(content).to_have_value("Edited in review: never force-push to main.")
     page.locator(f"#{second_id}").get_by_role("button", name="Save and approve").click()
     expect(page.locator(f"#{second_id}")).to_contain_text("Edited and approved.")
     # Let htmx finish swapping it in: focusing it mid-swap would focus the element being replaced.
