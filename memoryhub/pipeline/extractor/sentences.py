@@ -77,7 +77,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memoryhub.memories.kinds import Kind, Subcategory
+from memoryhub.memories.kinds import DEFAULT_SCOPE, Kind, Subcategory
 from memoryhub.memories.text import STOPWORDS
 from memoryhub.pipeline.extractor.conventions import convention, reports_problem
 from memoryhub.pipeline.extractor.keywords import (
@@ -142,7 +142,7 @@ _SENTENCE_SPLIT = re.compile(
 _FILLER = re.compile(
     r"""^(?:(?:oh|ok|okay|also|and|but|btw|by\s+the\s+way|one\s+more\s+thing|another\s+thing|
         hey|so|well|alright|great|thanks|thank\s+you|cool|nice|perfect|good|yes|yeah|yep|sure|
-        honestly|frankly|personally|tbh|looks\s+good|lgtm|fyi|ugh|argh|sigh|right)\b[\s,:;!.\-–—]*)+""",
+        honestly|frankly|tbh|looks\s+good|lgtm|fyi|ugh|argh|sigh|right)\b[\s,:;!.\-–—]*)+""",
     re.VERBOSE | re.IGNORECASE,
 )
 _FILLER_ZH = re.compile(
@@ -398,7 +398,7 @@ _SOURCE_EN = re.compile(
 _IS_NAMED_EN = re.compile(
     rf"""^{_NOT_A_SUBJECT}
         (?:the\s+|our\s+)?(?:[\w-]+\s+){{0,3}}?[\w-]+\s+(?:is|are)\s+(?:a\s+|an\s+|the\s+)?(?:still\s+)?
-        (?:[A-Z][\w.+-]*[A-Za-z0-9]|v?\d+\.\d+(?:\.\d+)?\b|[a-z]+\d[\w.]*|`)""",
+        (?:on\s+)?(?:[A-Z][\w.+-]*[A-Za-z0-9]|v?\d+\.\d+(?:\.\d+)?\b|[a-z]+\d[\w.]*|`)""",
     re.VERBOSE,
 )
 # "It's a Laravel 11 app with Horizon", "It's Go 1.22, gRPC between services": what the project is.
@@ -425,7 +425,7 @@ _SOURCE_ZH = re.compile(
 _REMEMBER = re.compile(
     r"^(?:please\s+)?(?:remember|keep\s+in\s+mind|note|for\s+the\s+record|important|"
     r"worth\s+knowing)\s*(?:that\b|:|,|-|—|–)\s*"
-    r"|^(?:fwiw|for\s+what\s+it'?s\s+worth|for\s+context|just\s+so\s+you\s+know|heads\s+up)"
+    r"|^(?:fwiw|for\s+what\s+it'?s\s+worth|for\s+context|just\s+so\s+you\s+know|heads[\s-]up)"
     r"\s*(?:that\b|:|,|-|—|–|\s)\s*"
     r"|^(?:请)?(?:记住|记一下|注意)\s*[:：，,]?\s*",
     re.IGNORECASE,
@@ -508,7 +508,7 @@ _ASKED = re.compile(
 
 
 _LESSON_MARK = re.compile(
-    r"""\b(?:this|that|it)\s+(?:has\s+)?(?:bit|bitten|burned|burnt)\s+us\b
+    r"""\b(?:this|that|it)(?:'s|\s+has|\s+had)?\s+(?:bit|bitten|burned|burnt)\s+us\b
       | \b(?:has|have|had)\s+(?:bit|bitten|burned|burnt)\s+us\b
       | \b(?:bit|burned|burnt)\s+us\s+(?:before|once|twice|last|in)\b
       | \b(?:tripped|caught)\s+us\s+(?:up|out)\b
@@ -536,6 +536,10 @@ _ASSISTANT_ROLE = re.compile(
       | ^(?:just\s+)?(?:give|show|tell|send)\s+me\b[^.;]*[,;]\s*(?:and\s+)?(?:no|not|without)\s+\w+
       | 你自己|别自己|不要自己|自己(?:动|改|跑|调)|跟我说|一大段|长篇大论|我来(?:跑|做|改|合)
       | 交给我|留给我
+      # "you don't need to paste … back to me", "…不用一步步复述给我": how to report to the speaker
+      | \b(?:you\s+don'?t\s+need\s+to|no\s+need\s+to|there'?s\s+no\s+need\s+to)\b[^.;]*\b(?:me|my)\b
+      | \bback\s+to\s+me\b
+      | (?:复述|贴|发|讲|念|汇报)给我|不用[^，。]{0,12}?给我
       | (?:给|让)我(?:看|审|过目|确认)""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -640,8 +644,6 @@ def _classify(
         return None
     if len(s) > MAX_CONTENT_CHARS * 2:  # a pasted log or document, not a statement
         return None
-    if not_standing(s):  # this week's state, a status update, a step of this task
-        return None
 
     def draft(kind: str, rule: str, importance: int, sub: str = "", content: str = "") -> Draft:
         return Draft(
@@ -667,9 +669,16 @@ def _classify(
             return draft(Kind.PROJECT.value, "remember", 3, fact_subcategory(rest), rest)
         return draft(Kind.USER.value, "remember", 3, content=rest)
 
-    # "This bit us before: …", "got bitten by…", "这个坑…": a pitfall the team learned
-    if _LESSON_MARK.search(s) and _substance(_LESSON_MARK.sub(" ", s)):
-        return draft(Kind.LESSON.value, "lesson", 3)
+    # "This bit us before: …", "got bitten by…", "这个坑…": a pitfall the team learned (its
+    # story may sound like a report: "…called .save() in a loop")
+    if _LESSON_MARK.search(s):
+        if _substance(_LESSON_MARK.sub(" ", s)):
+            return draft(Kind.LESSON.value, "lesson", 3)
+        # "Third time that's bitten us.": the pitfall is the sentence before (user_memories)
+        return draft(Kind.LESSON.value, "lesson_tail", 3)
+
+    if not_standing(s):  # this week's state, a status update, a step of this task
+        return None
 
     # how the speaker wants the assistant to work with them ("hand me X and I'll run it",
     # "skip pasting whole files at me", "别写一大段")
@@ -878,8 +887,40 @@ def _continues(clause: str) -> bool:
     )
 
 
+# "To redo the 28th: remember that…", "amount 那里换一下：金额…用 NUMERIC 存": a short lead-in
+# before a colon that says nothing durable itself.
+_LEAD_IN = re.compile(r"^(?P<head>[^:：]{1,40}?)\s*[:：]\s*(?P<tail>\S.*)$")
+
+
+def _lead_in_tail(sentence: str) -> str | None:
+    match = _LEAD_IN.match(_strip_fillers(sentence))
+    if match is None:
+        return None
+    head = match.group("head")
+    if len(head.split()) > 6 or (CJK.search(head) and len(head) > 14) or "`" in head:
+        return None
+    return match.group("tail")
+
+
+def _join(previous: Draft, memory: Draft, sep: str) -> None:
+    if sep == "，" or CJK.search(memory.content[:1]):
+        tail = memory.content
+    else:
+        tail = memory.content[:1].lower() + memory.content[1:]
+    previous.content = previous.content.rstrip("。.") + sep + tail
+    previous.importance = max(previous.importance, memory.importance)
+    previous.record_end = max(previous.record_end, memory.record_end)
+
+
+def _same_scope(a: Draft, b: Draft) -> bool:
+    """Do two memories land in the same scope (the team's project, or the speaker's own)? "I
+    can't stand default exports; named exports only" is the speaker's taste, then a rule."""
+    return DEFAULT_SCOPE[Kind(a.kind)] == DEFAULT_SCOPE[Kind(b.kind)]
+
+
 def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
     drafts: list[Draft] = []
+    opener = True
     for position, record in enumerate(expanded):
         if record.type != USER:
             continue
@@ -894,43 +935,57 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
             drafts.append(correction)
         cursor = 0
         previous: Draft | None = None
+        previous_sentence = ""
+        lesson: Draft | None = None
         for sentence in split_sentences(text):
             at = text.find(sentence, cursor)
             joined = at > 0 and text[:at].rstrip().endswith((";", "；"))
             comma = at > 0 and text[:at].rstrip().endswith((",", "，"))
             cursor = max(cursor, at + len(sentence))
-            memory = _classify(sentence, record.index)
+            # The session's first sentence opens the task ("I need a 'Void invoice' action",
+            # "库存服务加一个…RPC"): only a trigger rule, never the statement model, keeps it.
+            memory = _classify(sentence, record.index, statements=not opener)
+            opener = False
+            if memory is None:
+                tail = _lead_in_tail(sentence)
+                if tail is not None:
+                    memory = _classify(tail, record.index)
+            if lesson is not None and not _is_question(_strip_fillers(sentence)):
+                # The rest of a lesson's message tells the story and the practice it left ("we
+                # got burned by …. Signals fired …. Do it with bulk_update."): one memory.
+                _join(lesson, memory or replace(lesson, content=_finish(sentence)), " ")
+                continue
+            lesson = None
+            if memory is not None and memory.rule == "lesson_tail":
+                # "Renaming a field wipes its data …. Third time that's bitten us."
+                if previous is not None and previous in drafts:
+                    drafts.remove(previous)
+                memory.rule = "lesson"
+                if previous_sentence:
+                    memory.content = _finish(previous_sentence) + " " + memory.content
+                drafts.append(memory)
+                previous = lesson = memory
+                previous_sentence = sentence
+                continue
+            previous_sentence = sentence
             if memory is None:
                 previous = None
                 continue
             if (
-                joined
+                (joined or comma)
                 and previous is not None
-                and (memory.rule == "statement" or (memory.rule, previous.kind) == ("fact", "rule"))
+                and (_same_scope(previous, memory) or _continues(memory.content))
             ):
-                # A clause after a semicolon elaborates the statement before it ("Money is
-                # integer cents end to end; floats only show up in the templates"), and so
-                # does a fact after a rule ("…only search indexed columns; free-text search
-                # belongs in the search endpoint").
-                previous.content = previous.content.rstrip("。.") + "; " + memory.content
-                continue
-            if (
-                comma
-                and previous is not None
-                and _continues(memory.content)
-                and (memory.kind == previous.kind or CJK.search(memory.content))
-            ):
-                # One sentence, one memory: "证书放在 Vault 下，不要提交到仓库", "I read logs in
-                # Loki, I barely open the Airflow UI" continue the clause before them.
-                sep = "，" if CJK.search(previous.content[-1:]) else ", "
-                tail = (
-                    memory.content
-                    if sep == "，"
-                    else memory.content[:1].lower() + memory.content[1:]
-                )
-                previous.content = previous.content.rstrip("。.") + sep + tail
-                previous.importance = max(previous.importance, memory.importance)
+                # One sentence, one memory: a clause after a comma or a semicolon elaborates the
+                # one before it ("Money is integer cents end to end; floats only show up in the
+                # templates", "证书放在 Vault 下，不要提交到仓库", "Skip the recap…, I read the
+                # diff anyway"), whatever rule it fired on its own.
+                _join(previous, memory, "；" if joined and CJK.search(previous.content[-1:])
+                      else "; " if joined
+                      else "，" if CJK.search(previous.content[-1:]) else ", ")
                 continue
             drafts.append(memory)
             previous = memory
+            if memory.kind == Kind.LESSON.value and memory.rule == "lesson":
+                lesson = memory
     return drafts
