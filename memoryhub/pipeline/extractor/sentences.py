@@ -556,6 +556,54 @@ _REF_PLACE = re.compile(
 )
 
 
+# Where the team keeps a kind of record: a tracker, a wiki, a docs space, a dashboard, an
+# experiment store ("Bugs go on the Trello board 'QA'", "runbooks are in the ops wiki under …",
+# "we use Linear for the backlog", "results are logged in MLflow's X experiment", "以飞书上那份
+# 《指标字典》为准", "ticket 在 Jira 的 MOB board 上"). The place is what the memory is for: a
+# reference, whatever else the sentence says.
+_RECORD_TOOL = (
+    r"Linear|Jira|Confluence|Notion|Trello|Asana|YouTrack|ClickUp|Basecamp|Airtable|Coda|"
+    r"Google\s+(?:Docs?|Drive|Sheets?)|SharePoint|Dropbox|MLflow|W&B|Weights\s+&\s+Biases|"
+    r"Postmark|PagerDuty|Opsgenie|Backstage|GitBook|Slack|"
+    r"GitHub\s+(?:Discussions|Projects|wiki)|飞书|语雀|钉钉|企业微信|腾讯文档|石墨"
+)
+_RECORD_NOUN = (
+    r"wiki|board|dashboard|experiment|space|tracker|handbook|knowledge\s+base|spreadsheet|"
+    r"(?:confluence|notion|wiki)\s+page|page\s+in|看板|知识库|文档库|手册|字典|《[^》]{1,30}》"
+)
+_RECORD_PLACE = re.compile(
+    rf"""(?:\b(?:is|are|go|goes|live|lives|sit|sits|kept|tracked|filed|logged|documented|
+            written\s+up|posted|recorded|collected|listed|described|land|lands|get\s+\w+ed)
+          \s+(?:\w+\s+){{0,2}}?(?:in|on|under|into|to|at)\b
+        | \bwe\s+(?:use|keep|track)\s+(?=(?:{_RECORD_TOOL})\b)
+        | (?:在|放在|记在|记到|写在|登记在|登记到|发到|按|以|去|到)\s*)
+        [^.;。；]{{0,50}}?(?P<place>(?-i:{_RECORD_TOOL})|(?:{_RECORD_NOUN}))""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "以 X 为准", "去那里查", "check there": the place is where the answer is looked up
+_LOOKED_UP = re.compile(r"为准|去那(?:里|儿)|去\S{0,20}?(?:查|找|看)|\bcheck\s+there\b|\blook\s+(?:it\s+)?up\b", re.I)
+
+
+def record_place(sentence: str) -> str | None:
+    """The tracker, wiki, docs page or dashboard where `sentence` says the team keeps a kind of
+    record, or None."""
+    match = _RECORD_PLACE.search(sentence)
+    if match is None:
+        return None
+    place = match.group("place")
+    head = re.split(r"[,，]", sentence[: match.start()])
+    if len(head) > 1 and re.search(r"\b(?:is|are|was|were)\b|是", head[0]):
+        return None  # "The code is Lightning, experiments are tracked in W&B": a clause of two
+    if re.search(r"(?<!\w)I(?!\w)|我(?!们)", sentence[: match.start()]):
+        return None  # "曲线我一般在 TensorBoard 里看": the speaker's habit
+    if re.fullmatch(r"board|space|experiment|dashboard|page\s+in", place, re.I) and not (
+        re.search(rf"(?-i:{_RECORD_TOOL})|\b[A-Z][\w-]+\b[^.]{{0,20}}\b{place}\b|['‘’\"“《]", sentence)
+        or _LOOKED_UP.search(sentence)
+    ):
+        return None  # "the board" of a game, "disk space": no named place of record
+    return place
+
+
 # "The app is a …", "Our backend is an …": what the system is, however it goes on
 _DESCRIBES_THE_SYSTEM = re.compile(
     r"^(?:the|our|this)\s+(?:[\w-]+\s+)?(?:app|application|service|project|backend|frontend|api|"
@@ -676,6 +724,14 @@ def _classify(
             return draft(Kind.LESSON.value, "lesson", 3)
         # "Third time that's bitten us.": the pitfall is the sentence before (user_memories)
         return draft(Kind.LESSON.value, "lesson_tail", 3)
+
+    # where the team keeps a kind of record ("Bugs for this go on the Trello board 'QA'": the
+    # board outlives the task)
+    place = record_place(s)
+    if place is not None and _substance(s):
+        result = draft(Kind.REFERENCE.value, "reference", 2)
+        result.title = f"Reference: {place}"
+        return result
 
     if not_standing(s):  # this week's state, a status update, a step of this task
         return None
