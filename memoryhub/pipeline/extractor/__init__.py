@@ -26,9 +26,11 @@ The extractor is a package, one module per idea, each with its part of the rules
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from memoryhub.core.markers import strip_injections
+from memoryhub.memories.kinds import Kind, Subcategory
 from memoryhub.pipeline.extractor.commands import (
     command_memories,
     lesson_memories,
@@ -87,6 +89,26 @@ def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
     """The durable memories of `records` (see the modules' docstrings for the rules)."""
     expanded = expand_records(records)
     runs = shell_runs(expanded)
-    drafts = user_memories(expanded) + command_memories(runs) + lesson_memories(expanded, runs)
+    said = user_memories(expanded)
+    # A command the speaker already stated ("run make lint before you push anything") is that
+    # statement's memory; the run of it adds nothing.
+    # A command the speaker stated ("run make lint before you push anything") and that then ran
+    # is one memory: the statement, as project knowledge of how to run things.
+    commands = []
+    for memory in command_memories(runs):
+        command = re.search(r"`(.+)`", memory.content)
+        stating = [
+            d
+            for d in said
+            if command
+            and command.group(1).lower() in d.content.lower()
+            and d.kind in (Kind.RULE.value, Kind.PROJECT.value)
+        ]
+        for statement in stating:
+            if statement.kind == Kind.RULE.value:
+                statement.kind, statement.subcategory = Kind.PROJECT.value, Subcategory.OPS.value
+        if not stating:
+            commands.append(memory)
+    drafts = said + commands + lesson_memories(expanded, runs)
     drafts.sort(key=lambda d: (d.record_start, d.record_end))
     return finalise(drafts)

@@ -237,7 +237,7 @@ def _script_category(name: str) -> str | None:
         (("deploy", "release", "publish", "ship", "rollout"), "deploy"),
         (("plan", "apply"), "infra"),
         (("migrat", "db:"), "migrate"),
-        (("check", "verify", "ci"), "lint"),
+        (("check", "verify", "ci", "precommit", "pre-commit"), "lint"),
         (("install", "setup", "bootstrap", "deps"), "install"),
     )
     for needles, category in table:
@@ -284,7 +284,7 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
         return tool, "typecheck"
     if low == "ruff":
         return key, "format" if low_sub == "format" else "lint"
-    if low in _LINT_TOOLS:
+    if low in _LINT_TOOLS or re.fullmatch(r"[\w-]+-lint|[\w-]+lint", low):  # ansible-lint, helmlint
         return tool if low != "vet" else key, "lint"
     if low in _FORMAT_TOOLS:
         return tool, "format"
@@ -301,7 +301,12 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
             positional[:1] in (["download"], ["tidy"]) or low == "cargo"
         ):
             return key, "install"
-        return key, None
+        # `cargo insta test`, `cargo nextest run`: a plugin and then the task; `mix precommit`:
+        # a project alias named for what it does
+        for word in (w.lower() for w in positional[:2]):
+            if word in _TASK_WORDS:
+                return key, _TASK_WORDS[word]
+        return key, _script_category(low_sub) if low_sub and low in ("mix", "deno") else None
     if low in _PACKAGE_MANAGERS:
         # a workspace filter before the script: `pnpm --filter web test`, `yarn workspace web test`
         if args[:1] in (["--filter"], ["-F"], ["-C"], ["--dir"], ["workspace"]) and len(args) > 2:
@@ -336,6 +341,9 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
             return key, None
         return key, _script_category(sub) if sub else None
     if low in ("gradle", "gradlew", "mvn", "mvnw", "sbt", "lein", "ant"):
+        low_sub = low_sub.rsplit(":", 1)[-1]  # `:app:testDebugUnitTest`: the task of a module
+        if "format" in low_sub or low_sub in ("spotlessapply",):
+            return key, "format"
         if low_sub.startswith("test") and low not in ("mvn", "mvnw"):  # testDebugUnitTest
             return key, "test"
         if low_sub in ("test", "check", "verify") and low not in ("mvn", "mvnw"):
@@ -529,6 +537,15 @@ _ONE_OFF_DEPLOY = re.compile(
 )
 
 
+# A test run narrowed to the tests of this task (one file, a name filter) is no way to run the
+# project's tests: `rspec spec/jobs/digest_job_spec.rb`, `gradlew test --tests '*Migration*'`.
+_ONE_TEST = re.compile(
+    r"""\s(?:--tests?|-k|-run|--grep|-t|--testNamePattern|--filter)[\s=]|::|
+        \s(?:[\w.-]+/)+[\w.-]+\.(?:py|rb|go|kt|java|[jt]sx?|php|ex|exs|rs|swift)\b""",
+    re.VERBOSE,
+)
+
+
 def command_memories(runs: Sequence[_Run]) -> list[Draft]:
     best: dict[str, tuple[_Run, str, str]] = {}
     order: list[str] = []
@@ -537,6 +554,8 @@ def command_memories(runs: Sequence[_Run]) -> list[Draft]:
             continue
         for text, key, category in command_units(run.command):
             if category == "deploy" and _ONE_OFF_DEPLOY.search(text):
+                continue
+            if category == "test" and _ONE_TEST.search(text):
                 continue
             current = best.get(key)
             if current is None:

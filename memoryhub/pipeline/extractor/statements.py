@@ -342,6 +342,10 @@ _ONE_OFF = re.compile(
       | ^i'?m\s+(?!used\b)\w+ing\b | \b(?:by|since|until)\s+(?:monday|tuesday|wednesday|thursday|
             friday|saturday|sunday|yesterday|tomorrow|tonight|next\s+\w+|the\s+end\s+of)\b
       | ^(?:帮我|帮忙|麻烦|请帮|给我|能不能|可不可以)
+      # "Run `tflint && kubectl … restart`": a command line to run now, nothing said about when
+      | ^(?:please\s+|now\s+|just\s+)*(?:run|execute|try)\s+`[^`]+`\s*(?:for\s+me|now|please)?\s*[.!]?$
+      # "I need a 'Void invoice' admin action", "we need an endpoint for…": the task asked for
+      | ^(?:i|we)\s+(?:need|want|would\s+like|'d\s+like)\s+(?:a|an|some|the\s+new)\b
       | \bkeeps\s+\w+ing\b | \bran\s+out\b | \bunder\s+(?:load|pressure)\b
       | \b(?:returns?|throws?|raises?|gets?|hits?|shows?)\s+(?:a\s+|an\s+)?\w*
             (?:Error|Exception|Exceeded|Timeout|Failure)\b
