@@ -34,7 +34,13 @@ from dataclasses import dataclass
 from memoryhub.core.redaction import redact
 from memoryhub.memories.kinds import Kind, Subcategory
 from memoryhub.memories.text import tokenize
-from memoryhub.pipeline.extractor.keywords import CJK, MAX_TITLE_CHARS, Draft, clip
+from memoryhub.pipeline.extractor.keywords import (
+    CJK,
+    MAX_CONTENT_CHARS,
+    MAX_TITLE_CHARS,
+    Draft,
+    clip,
+)
 from memoryhub.pipeline.extractor.records import SourceRecord, readable_text
 from memoryhub.sessions.conversation import text_of
 from memoryhub.sessions.records import (
@@ -663,10 +669,17 @@ def lesson_memories(expanded: Sequence[SourceRecord], runs: Sequence[_Run]) -> l
     drafts: list[Draft] = []
     used_successes: set[int] = set()
     for i, failed in enumerate(runs):
-        if failed.ok or _CODE_FAILURE.search(failed.output):
+        if failed.ok:
             continue
         success = next((r for r in runs[i + 1 :] if r.ok and _similar(failed, r)), None)
         if success is None or success.result_index in used_successes:
+            continue
+        # Output that looks like broken code is a lesson only when no edit fixed it: another
+        # command made it pass (`npx jest` → `pnpm test`, `cargo test` → `cargo insta test`).
+        if _CODE_FAILURE.search(failed.output) and (
+            success.key == failed.key
+            or _edited_between(expanded, failed.result_position, success.use_position)
+        ):
             continue
         # An environment problem by what it says, or by how it was fixed: the same command
         # worked again without any file being edited in between (a version switched, a service
@@ -692,10 +705,14 @@ def lesson_memories(expanded: Sequence[SourceRecord], runs: Sequence[_Run]) -> l
             if _command_parts(r.command)
         ][:2]
         failed_command = redact(failed.command)[0]
-        content = f"`{failed_command}` failed: {_error_line(failed.output)}. Fix: {explanation}"
+        head = f"`{failed_command}` failed: {_error_line(failed.output)}. Fix: "
+        tail = ""
         if fixes:
-            content += " Ran " + ", then ".join(f"`{redact(c)[0]}`" for c in fixes) + "."
-        content += f" Then `{redact(success.command)[0]}` succeeded."
+            tail += " Ran " + ", then ".join(f"`{redact(c)[0]}`" for c in fixes) + "."
+        tail += f" Then `{redact(success.command)[0]}` succeeded."
+        # The command that worked is the lesson's point: the explanation gives way to it.
+        room = max(80, MAX_CONTENT_CHARS - len(head) - len(tail))
+        content = head + clip(explanation, room) + tail
         drafts.append(
             Draft(
                 kind=Kind.LESSON.value,
