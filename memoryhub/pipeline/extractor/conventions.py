@@ -30,7 +30,7 @@ import re
 
 from memoryhub.memories.kinds import Kind
 from memoryhub.pipeline.extractor.keywords import CJK
-from memoryhub.pipeline.extractor.scope import fact_subcategory, statement_kind
+from memoryhub.pipeline.extractor.scope import describes_system, fact_subcategory, statement_kind
 
 _CONTRAST_EN = re.compile(
     r"""(?:,|;|—|–|\s-\s|\()\s*(?:and\s+|but\s+)?(?:never|not|no)\s+
@@ -180,8 +180,10 @@ def convention(sentence: str) -> tuple[str, int, str] | None:
         or not _DESCRIBES.search(sentence)  # "Tabs, not spaces, for the frontend": verbless
         or bool(re.search(r"[,;]\s*no\s+\w", sentence, re.I))  # "…, no public fields"
     )
-    if _TEAM_SUBJECT.match(sentence):
-        normative = False  # "we use X, not Y" / "我们后端统一用 X" says what the team does
+    if _TEAM_SUBJECT.match(sentence) or describes_system(sentence):
+        # "we use X, not Y" / "我们后端统一用 X" says what the team does; "Everything UI is
+        # LiveView" what the system is
+        normative = False
     kind = statement_kind(sentence, normative=normative)
     if kind is None and normative and (imperative or _STRONG_EN.search(sentence) or norm):
         kind = Kind.RULE.value  # a plain norm in a coding session is the team's ("Every resource…")

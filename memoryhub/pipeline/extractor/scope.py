@@ -198,3 +198,29 @@ def statement_kind(text: str, *, normative: bool) -> str | None:
     if about_project(text):
         return Kind.RULE.value if normative else Kind.PROJECT.value
     return None
+
+
+# What the system is, said as a description even with "all" or "everything" in it: "Everything
+# UI is LiveView", "It's all Jetpack Compose", "the monolith is still on Django 4.2 LTS", "the app
+# is 100% Kotlin", "The inventories are split per site". Project knowledge, not a rule, unless
+# the same clause prescribes (a modal, never/always/only, a negated verb).
+_DESCRIBES_SYSTEM = re.compile(
+    r"""^(?:it'?s|it\s+is|this\s+is)\s+(?:all\s+|entirely\s+|mostly\s+|100\s?%\s+)+
+      | ^(?:the\s+|our\s+|all\s+)?(?:everything\s+)?(?:[\w/+.-]+\s+){0,4}?(?:is|are)\s+
+        (?:all\s+|still\s+|entirely\s+|mostly\s+|100\s?%\s+|just\s+)*
+        (?:on\s+|in\s+|written\s+in\s+|built\s+(?:on|with)\s+)?(?:a\s+|an\s+)?(?-i:[A-Z]|v?\d)
+      | ^(?:the\s+|our\s+)?(?:[\w/+.-]+\s+){0,3}?(?:is|are)\s+(?:split|organi[sz]ed|grouped|
+        partitioned|sharded|laid\s+out|structured|divided|arranged)\s+(?:per|by|into|across)\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_PRESCRIBES_IN_CLAUSE = re.compile(
+    r"\b(?:must|mustn'?t|should|shouldn'?t|has\s+to|have\s+to|needs?\s+to|never|always|only|"
+    r"don'?t|do\s+not|nobody|no\s+one|required|supposed)\b",
+    re.IGNORECASE,
+)
+
+
+def describes_system(text: str) -> bool:
+    """Does `text` open with a description of what the system is (see `_DESCRIBES_SYSTEM`)?"""
+    first = re.split(r"[,;—–(]|\s-\s", text, maxsplit=1)[0]
+    return bool(_DESCRIBES_SYSTEM.match(first)) and not _PRESCRIBES_IN_CLAUSE.search(first)

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from memoryhub.memories.kinds import Kind
 from memoryhub.pipeline.extractor.conventions import reports_problem
 from memoryhub.pipeline.extractor.keywords import CJK
-from memoryhub.pipeline.extractor.scope import is_interaction, statement_kind
+from memoryhub.pipeline.extractor.scope import describes_system, is_interaction, statement_kind
 
 _I = re.IGNORECASE
 _X = re.VERBOSE | re.IGNORECASE
@@ -518,7 +518,7 @@ def judge_statement(sentence: str) -> tuple[str, int] | None:
         return None
     # "I keep telling you: schedules are in UTC" is about the schedules, not the speaker.
     body = _INSISTING.sub("", sentence) or sentence
-    normative = is_norm(body)
+    normative = is_norm(body) and not describes_system(body)
     # "结论放前面，细节我自己会看": how to answer the speaker, though "我自己" comes later
     if is_interaction(body) and not (_ABOUT_ME.match(body) or _FOR_ME.match(body)):
         kind: str | None = Kind.FEEDBACK.value
