@@ -959,13 +959,45 @@ def _lead_in_tail(sentence: str) -> str | None:
 
 
 def _join(previous: Draft, memory: Draft, sep: str) -> None:
-    if sep == "，" or CJK.search(memory.content[:1]):
-        tail = memory.content
+    if sep == " ":  # a sentence after a sentence
+        sep = "" if CJK.search(previous.content[-1:]) else " "
+        previous.content = previous.content + sep + memory.content
     else:
-        tail = memory.content[:1].lower() + memory.content[1:]
-    previous.content = previous.content.rstrip("。.") + sep + tail
+        tail = memory.content
+        if sep != "，" and not CJK.search(tail[:1]):
+            tail = tail[:1].lower() + tail[1:]
+        previous.content = previous.content.rstrip("。.") + sep + tail
     previous.importance = max(previous.importance, memory.importance)
     previous.record_end = max(previous.record_end, memory.record_end)
+
+
+# A past incident and what it cost: the story behind a norm ("in feb somebody added X and we got a
+# double-reserve incident", "In the spring we mixed one into a feature branch and bisecting … was
+# miserable", "之前开过，吞吐掉了 15%", "以前就这么丢过一周的备份"). Told next to a norm, the two
+# are one lesson.
+_INCIDENT = re.compile(
+    r"""(?:\b(?:last\s+(?:year|quarter|month|week|spring|summer|fall|autumn|winter|release|time)|
+            in\s+(?:the\s+)?(?:spring|summer|fall|autumn|winter)|
+            in\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*|
+            once|ever\s+since|somebody|someone|the\s+[\d.]+\s+release)\b
+          [^.;]*?\b(?:broke|lost|took\s+(?:\w+\s+){0,3}down|went\s+down|incident|outage|miserable|
+            corrupt\w*|double[- ]\w+|failed|crashed|wiped|leaked|paged|lost|nightmare|painful)\b)
+      | \b(?:has|have)\s+(?:failed|broken|bitten|burned)\s+more\b
+      | (?:之前|以前|去年|上次|那次|上个?月|上周|有次|有一次|曾经|前年)[^。；;]*?
+          (?:丢|掉了|掉一半|挂了|崩|炸|出过|注入|查了|回滚|事故|错的数据|全是错|对不上|没了|被\S{0,4}坑|
+            错了|漏了|挂过|出事)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+_PRESCRIBES = re.compile(
+    r"\b(?:always|never|must|mustn'?t|only|should|has\s+to|have\s+to|need\s+to|don'?t|do\s+not)\b"
+    r"|一律|必须|务必|统一|只能|只用|不要|别(?!人)|一定要|都要|都用|都走"
+)
+
+
+def _incident(sentence: str) -> bool:
+    return bool(_INCIDENT.search(sentence))
 
 
 def _same_scope(a: Draft, b: Draft) -> bool:
@@ -993,6 +1025,8 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
         previous: Draft | None = None
         previous_sentence = ""
         lesson: Draft | None = None
+        norm: Draft | None = None  # the last rule or project memory of this message
+        story = ""  # an incident told before the norm it taught
         for sentence in split_sentences(text):
             at = text.find(sentence, cursor)
             joined = at > 0 and text[:at].rstrip().endswith((";", "；"))
@@ -1012,6 +1046,23 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 _join(lesson, memory or replace(lesson, content=_finish(sentence)), " ")
                 continue
             lesson = None
+            if _incident(_strip_fillers(sentence)) and (memory is None or memory.kind != Kind.LESSON):
+                if norm is not None and not (memory is not None and comma and previous is not norm):
+                    # "Lock updates always go in their own PR. In the spring we mixed one in and
+                    # bisecting was miserable.": the norm and its story, one lesson
+                    _join(norm, replace(norm, content=_finish(sentence)), " ")
+                    if norm.kind in (Kind.RULE.value, Kind.PROJECT.value):
+                        norm.kind, norm.subcategory = Kind.LESSON.value, ""
+                    previous = norm
+                    continue
+                if memory is not None and _PRESCRIBES.search(sentence):
+                    # "拼 SQL 一律用 $wpdb->prepare，去年…被人注入过一次": norm and story at once
+                    if memory.kind in (Kind.RULE.value, Kind.PROJECT.value):
+                        memory.kind, memory.subcategory = Kind.LESSON.value, ""
+                elif memory is None or memory.kind in (Kind.RULE.value, Kind.PROJECT.value):
+                    story = _finish(sentence)  # the norm comes next
+                    previous = None
+                    continue
             if memory is not None and memory.rule == "lesson_tail":
                 # "Renaming a field wipes its data …. Third time that's bitten us."
                 if previous is not None and previous in drafts:
@@ -1040,8 +1091,14 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                       else "; " if joined
                       else "，" if CJK.search(previous.content[-1:]) else ", ")
                 continue
+            if story and memory.kind in (Kind.RULE.value, Kind.PROJECT.value):
+                memory.content = story + " " + memory.content
+                memory.kind, memory.subcategory = Kind.LESSON.value, ""
+            story = ""
             drafts.append(memory)
             previous = memory
+            if memory.kind in (Kind.RULE.value, Kind.PROJECT.value, Kind.LESSON.value):
+                norm = memory
             if memory.kind == Kind.LESSON.value and memory.rule == "lesson":
                 lesson = memory
     return drafts
