@@ -52,7 +52,7 @@ VALIDATION_SPLIT = "holdout"
 def examples(corpus: Path = CORPUS) -> list[dict[str, Any]]:
     """One row per user sentence of the tuned splits: text, split, durable, kind, caught (the
     trigger rules already take it)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for session in load_corpus(corpus):
         if session.split == VALIDATION_SPLIT:
             continue
@@ -62,6 +62,7 @@ def examples(corpus: Path = CORPUS) -> list[dict[str, Any]]:
             raw = readable_text(record)
             if raw is None:
                 continue
+            first = len(rows)
             for sentence in sentence_rules.split_sentences(clean_user_text(raw)):
                 s = sentence_rules._strip_fillers(sentence)
                 if not s:
@@ -86,7 +87,19 @@ def examples(corpus: Path = CORPUS) -> list[dict[str, Any]]:
                         "candidate": sentence_rules.statement_candidate(s) and not one_off(s),
                     }
                 )
+            # Independent writers label a memory by one phrase of a message that may state it
+            # over several sentences ("Lock updates go in their own PR. In the spring we…"): the
+            # other candidate sentences of such a message are unknown, not negatives.
+            message = rows[first:]
+            if "independent" in session.split and any(r["durable"] for r in message):
+                for row in message:
+                    row["unknown"] = not row["durable"] and row["candidate"]
     return rows
+
+
+def training_rows(corpus: Path = CORPUS) -> list[dict[str, Any]]:
+    """The rows the model is fitted on: every example but the unknown ones."""
+    return [row for row in examples(corpus) if not row.get("unknown")]
 
 
 def _matrix(rows: Sequence[dict[str, Any]], names: list[str]) -> np.ndarray:
@@ -184,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cv", action="store_true", help="leave-one-split-out numbers")
     parser.add_argument("--write", action="store_true", help="regenerate the weights file")
     args = parser.parse_args(argv)
-    rows = examples()
+    rows = training_rows()
     if args.cv:
         cross_validate(rows)
     durable = fit(rows, "durable")

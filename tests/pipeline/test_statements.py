@@ -188,7 +188,7 @@ def test_the_shipped_weights_are_what_the_fit_script_fits_on_the_tuned_corpus() 
     fit_script = importlib.util.module_from_spec(spec)
     sys.modules["fit_statement_model"] = fit_script
     spec.loader.exec_module(fit_script)
-    rows = fit_script.examples()
+    rows = fit_script.training_rows()
     assert rows and all(row["split"] != "holdout" for row in rows)  # validation never fitted on
     assert fit_script.fit(rows, "durable") == statement_weights.DURABLE
 
@@ -393,8 +393,12 @@ def test_a_comma_clause_that_leans_on_the_one_before_joins_its_memory() -> None:
         "rule",
         "证书统一放在 Vault 的 secret/push 下，不要提交到仓库。",
     )
-    # a clause that names a thing of its own stays a memory of its own
-    assert len(_after_task("状态管理用 Zustand，别再引入 Redux。")) == 2
+    # one sentence, one memory: a clause of the same scope joins the memory before it (the
+    # independent writers of sets 5, 6 and dev-set-8 label "X 一律用 A，不要 B" as one memory) …
+    assert len(_after_task("状态管理用 Zustand，别再引入 Redux。")) == 1
+    # … but the speaker's taste and the team's rule stay apart
+    kinds = [m.kind for m in _after_task("I can't stand default exports; named exports only.")]
+    assert kinds == ["user", "rule"]
 
 
 def test_a_habit_about_something_said_before_is_no_user_memory() -> None:

@@ -546,7 +546,7 @@ _ONE_OFF_DEPLOY = re.compile(
 # A test run narrowed to the tests of this task (one file, a name filter) is no way to run the
 # project's tests: `rspec spec/jobs/digest_job_spec.rb`, `gradlew test --tests '*Migration*'`.
 _ONE_TEST = re.compile(
-    r"""\s(?:--tests?|-k|-run|--grep|-t|--testNamePattern|--filter)[\s=]|::|
+    r"""\s(?:--tests?|-k|-run|--grep|-t|--testNamePattern)[\s=]|\s--filter=|::|
         \s(?:[\w.-]+/)+[\w.-]+\.(?:py|rb|go|kt|java|[jt]sx?|php|ex|exs|rs|swift)\b""",
     re.VERBOSE,
 )

@@ -208,7 +208,7 @@ _DESCRIBES_SYSTEM = re.compile(
     r"""^(?:it'?s|it\s+is|this\s+is)\s+(?:all\s+|entirely\s+|mostly\s+|100\s?%\s+)+
       | ^(?:the\s+|our\s+|all\s+)?(?:everything\s+)?(?:[\w/+.-]+\s+){0,4}?(?:is|are)\s+
         (?:all\s+|still\s+|entirely\s+|mostly\s+|100\s?%\s+|just\s+)*
-        (?:on\s+|in\s+|written\s+in\s+|built\s+(?:on|with)\s+)?(?:a\s+|an\s+)?(?-i:[A-Z]|v?\d)
+        (?:on\s+|built\s+(?:on|with)\s+)?(?:a\s+|an\s+)?(?-i:[A-Z]|v?\d)
       | ^(?:the\s+|our\s+)?(?:[\w/+.-]+\s+){0,3}?(?:is|are)\s+(?:split|organi[sz]ed|grouped|
         partitioned|sharded|laid\s+out|structured|divided|arranged)\s+(?:per|by|into|across)\b""",
     re.VERBOSE | re.IGNORECASE,

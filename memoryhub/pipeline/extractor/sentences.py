@@ -94,7 +94,12 @@ from memoryhub.pipeline.extractor.scope import (
     prohibition_kind,
     statement_kind,
 )
-from memoryhub.pipeline.extractor.statements import judge_statement, not_standing, particular
+from memoryhub.pipeline.extractor.statements import (
+    judge_statement,
+    not_standing,
+    one_off,
+    particular,
+)
 from memoryhub.sessions.conversation import text_of
 from memoryhub.sessions.records import (
     ASSISTANT,
@@ -581,7 +586,9 @@ _RECORD_PLACE = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 # "以 X 为准", "去那里查", "check there": the place is where the answer is looked up
-_LOOKED_UP = re.compile(r"为准|去那(?:里|儿)|去\S{0,20}?(?:查|找|看)|\bcheck\s+there\b|\blook\s+(?:it\s+)?up\b", re.I)
+_LOOKED_UP = re.compile(
+    r"为准|去那(?:里|儿)|去\S{0,20}?(?:查|找|看)|\bcheck\s+there\b|\blook\s+(?:it\s+)?up\b", re.I
+)
 
 
 def record_place(sentence: str) -> str | None:
@@ -591,13 +598,18 @@ def record_place(sentence: str) -> str | None:
     if match is None:
         return None
     place = match.group("place")
+    tool = re.search(rf"(?-i:{_RECORD_TOOL})", sentence[match.start() :])
+    if tool is not None:  # "the Data Quality board in Linear": the tool names the place
+        place = tool.group()
     head = re.split(r"[,，]", sentence[: match.start()])
     if len(head) > 1 and re.search(r"\b(?:is|are|was|were)\b|是", head[0]):
         return None  # "The code is Lightning, experiments are tracked in W&B": a clause of two
     if re.search(r"(?<!\w)I(?!\w)|我(?!们)", sentence[: match.start()]):
         return None  # "曲线我一般在 TensorBoard 里看": the speaker's habit
     if re.fullmatch(r"board|space|experiment|dashboard|page\s+in", place, re.I) and not (
-        re.search(rf"(?-i:{_RECORD_TOOL})|\b[A-Z][\w-]+\b[^.]{{0,20}}\b{place}\b|['‘’\"“《]", sentence)
+        re.search(
+            rf"(?-i:{_RECORD_TOOL})|\b[A-Z][\w-]+\b[^.]{{0,20}}\b{place}\b|['‘’\"“《]", sentence
+        )
         or _LOOKED_UP.search(sentence)
     ):
         return None  # "the board" of a game, "disk space": no named place of record
@@ -711,7 +723,7 @@ def _classify(
         inner = _classify(rest, record_index, depth=1, statements=False)
         if inner is not None:
             return replace(inner, importance=max(inner.importance, 3))
-        if not _substance(rest):
+        if not _substance(rest) or one_off(rest):  # "fwiw I already bounced staging this morning"
             return None
         if statement_kind(rest, normative=False) == Kind.PROJECT.value:
             return draft(Kind.PROJECT.value, "remember", 3, fact_subcategory(rest), rest)
@@ -730,7 +742,7 @@ def _classify(
     place = record_place(s)
     if place is not None and _substance(s):
         result = draft(Kind.REFERENCE.value, "reference", 2)
-        result.title = f"Reference: {place}"
+        result.title = f"Reference: {_reference_target(s) or place}"
         return result
 
     if not_standing(s):  # this week's state, a status update, a step of this task
@@ -814,10 +826,10 @@ def _classify(
         return draft(kind, "convention", importance, sub)
 
     # where the team keeps a kind of record ("Incidents go on the DQ board in Linear")
-    place = _REF_PLACE.search(s)
-    if place and statement_candidate(s) and not particular(s):
+    kept_in = _REF_PLACE.search(s)
+    if kept_in and statement_candidate(s) and not particular(s):
         result = draft(Kind.REFERENCE.value, "reference", 2)
-        result.title = f"Reference: {place.group('tool') or place.group('tool_zh')}"
+        result.title = f"Reference: {kept_in.group('tool') or kept_in.group('tool_zh')}"
         return result
 
     # a durable statement recognised by its structure (`statements`)
@@ -964,7 +976,7 @@ def _join(previous: Draft, memory: Draft, sep: str) -> None:
         previous.content = previous.content + sep + memory.content
     else:
         tail = memory.content
-        if sep != "，" and not CJK.search(tail[:1]):
+        if sep == ", " and not CJK.search(tail[:1]):
             tail = tail[:1].lower() + tail[1:]
         previous.content = previous.content.rstrip("。.") + sep + tail
     previous.importance = max(previous.importance, memory.importance)
@@ -1036,7 +1048,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
             # "库存服务加一个…RPC"): only a trigger rule, never the statement model, keeps it.
             memory = _classify(sentence, record.index, statements=not opener)
             opener = False
-            if memory is None:
+            if memory is None and not not_standing(_strip_fillers(sentence)):
                 tail = _lead_in_tail(sentence)
                 if tail is not None:
                     memory = _classify(tail, record.index)
@@ -1046,7 +1058,9 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 _join(lesson, memory or replace(lesson, content=_finish(sentence)), " ")
                 continue
             lesson = None
-            if _incident(_strip_fillers(sentence)) and (memory is None or memory.kind != Kind.LESSON):
+            if _incident(_strip_fillers(sentence)) and (
+                memory is None or memory.kind != Kind.LESSON
+            ):
                 if norm is not None and not (memory is not None and comma and previous is not norm):
                     # "Lock updates always go in their own PR. In the spring we mixed one in and
                     # bisecting was miserable.": the norm and its story, one lesson
@@ -1076,6 +1090,10 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 continue
             previous_sentence = sentence
             if memory is None:
+                if comma and previous is not None and _continues(_strip_fillers(sentence)):
+                    # "I read task logs in Loki, I barely open the Airflow UI": one sentence
+                    _join(previous, replace(previous, content=_finish(sentence)), ", ")
+                    continue
                 previous = None
                 continue
             if (
@@ -1087,9 +1105,17 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 # one before it ("Money is integer cents end to end; floats only show up in the
                 # templates", "证书放在 Vault 下，不要提交到仓库", "Skip the recap…, I read the
                 # diff anyway"), whatever rule it fired on its own.
-                _join(previous, memory, "；" if joined and CJK.search(previous.content[-1:])
-                      else "; " if joined
-                      else "，" if CJK.search(previous.content[-1:]) else ", ")
+                _join(
+                    previous,
+                    memory,
+                    "；"
+                    if joined and CJK.search(previous.content[-1:])
+                    else "; "
+                    if joined
+                    else "，"
+                    if CJK.search(previous.content[-1:])
+                    else ", ",
+                )
                 continue
             if story and memory.kind in (Kind.RULE.value, Kind.PROJECT.value):
                 memory.content = story + " " + memory.content

@@ -69,6 +69,7 @@ _GENERIC_VERB = (
 _PAST_EN = (
     r"\b(?:was|were|did|had|failed|broke|happened|worked|tried|said|got|went|crashed|caused|"
     r"showed|saw|wrote|changed|fixed|removed|stopped|started|added|regenerated|upgraded|"
+    r"reported|noticed|complained|filed|mentioned|"
     r"yesterday|last\s+(?:week|night|time|release|sprint)|earlier|ago)\b"
 )
 _TRANSIENT_EN = (
@@ -341,9 +342,10 @@ _ONE_OFF = re.compile(
             thanks|thank\s+you|don'?t\s+forget)\b
       | ^i'?m\s+(?!used\b)\w+ing\b | \b(?:by|since|until)\s+(?:monday|tuesday|wednesday|thursday|
             friday|saturday|sunday|yesterday|tomorrow|tonight|next\s+\w+|the\s+end\s+of)\b
-      | ^(?:帮我|帮忙|麻烦|请帮|给我|能不能|可不可以)
+      | ^(?:帮我|帮忙|麻烦|请帮|给我|能不能|可不可以) | ^(?:先)?(?:跑|执行|运行)一下
       # "Run `tflint && kubectl … restart`": a command line to run now, nothing said about when
-      | ^(?:please\s+|now\s+|just\s+)*(?:run|execute|try)\s+`[^`]+`\s*(?:for\s+me|now|please)?\s*[.!]?$
+      | ^(?:please\s+|now\s+|just\s+)*(?:run|execute|try)\s+`[^`]+`
+          \s*(?:for\s+me|now|please)?\s*[.!]?$
       # "I need a 'Void invoice' admin action", "we need an endpoint for…": the task asked for
       | ^(?:i|we)\s+(?:need|want|would\s+like|'d\s+like)\s+(?:a|an|some|the\s+new)\b
       | \bkeeps\s+\w+ing\b | \bran\s+out\b | \bunder\s+(?:load|pressure)\b
@@ -391,7 +393,10 @@ _NOT_STANDING = re.compile(
     r"""^(?:i'?m|i\s+am|i'?ll\s+be|i\s+will\s+be|i\s+have|i'?ve\s+got|i\s+was)\b[^.;]*?
           (?:\bon[\s-]call\b|\booo\b|\bout\s+of\s+(?:the\s+)?office\b|\bon\s+(?:leave|vacation|holiday|pto)\b|
           \bmeetings?\b|\bappointment\b|\bdentist\b|\bdoctor\b|\bstand-?up\b|\boffsite\b|\btravell?ing\b|
-          \b(?:this|next)\s+(?:week|weekend|afternoon|morning|evening|month)\b)
+          \b(?:this|next)\s+(?:week|weekend|afternoon|morning|evening|month)\b|\btoday\b|\btonight\b)
+      | ^(?:i'?m|i\s+am|i'?ll\s+be)\s+out\s+(?:(?:mon|tue|wed|thu|fri|sat|sun)\w*|today|tomorrow|
+          next|this|until|from|on)\b
+      | \b(?:before|by|until)\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day\b
       | \b(?:is|are)\s+(?:now\s+)?(?:gone|fixed|back|green|resolved|done)(?:\s+now)?\s*[.!]?$
       | \b(?:is|are)\s+(?:gone|fixed|back|green|resolved)\s+now\b
       | \b(?:ticket|issue|incident|jira|bug)\s+(?:is|was|number|id|:)\s*
@@ -456,6 +461,17 @@ def one_off(sentence: str) -> bool:
     if (
         _ONE_OFF.search(sentence)
         or reports_problem(head)
+        # "The customer who reported it is on the Enterprise plan": a past event about the
+        # thing at hand
+        or (
+            re.search(_PAST_EN, head, re.I)
+            and re.search(
+                r"\b(?:it|this|that)\b(?!\s+(?:repo|"
+                r"repository|project|codebase|team|way|service|app))",
+                head,
+                re.I,
+            )
+        )
         or particular(sentence)
         or not_standing(sentence)
     ):
