@@ -548,6 +548,42 @@ _ASSISTANT_ROLE = re.compile(
       | (?:给|让)我(?:看|审|过目|确认)""",
     re.VERBOSE | re.IGNORECASE,
 )
+# A standing instruction on how the assistant reports to or works with the speaker, said without
+# a trigger word: what it shows or tells the speaker ("just show me the diff at the end", "give
+# me the command first, explanation after", "name it in your reply", "先给我列个计划，我点头了
+# 再动手", "你写得不好的地方直接说，不用客气"), in a standing form (an imperative about the
+# answer's shape, "from now on", "when you …", "以后", "…的时候").
+_TO_ME = re.compile(
+    r"""\b(?:show|give|tell|send|hand|paste|ping|ask|check\s+with|walk)\s+me\b
+      | \bin\s+your\s+(?:reply|replies|answers?|responses?|summary)\b | \bunless\s+i\s+ask\b
+      | \bskip\s+the\s+(?:play-by-play|explanations?|recap|summary|preamble|intro|walkthrough|
+          essay|narration)\b
+      | \b(?:explain|spell\s+out)\b[^.]*\b(?:as\s+you\s+go|plain\s+words|simple\s+words|first)\b
+      | (?:告诉|问|给|跟|和|让)我 | 我点头 | 直接说 | 不用客气 | 铺垫""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_STANDING_FORM = re.compile(
+    r"""^(?:also\s+|and\s+|just\s+|please\s+)*(?:skip|name|keep|reply|answer)\b
+      | \b(?:from\s+now\s+on|going\s+forward|whenever|when\s+you|before\s+you|as\s+you\s+go|
+          unless\s+i\s+ask|every\s+time|each\s+time|always|next\s+time|at\s+the\s+end|
+          first\b[^.]*\b(?:after|then))\b
+      | ^(?:以后|下次|每次|今后|往后) | 的时候 | 之前 | 直接说 | 不用客气 | 我点头""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def directs_the_assistant(sentence: str) -> bool:
+    """Is `sentence` a standing instruction on how the assistant works with the speaker?"""
+    return bool(
+        _TO_ME.search(sentence)
+        and _STANDING_FORM.search(sentence)
+        and not _TRANSIENT_EN.search(re.sub(r"from\s+now\s+on", " ", sentence, flags=re.I))
+        and not _TRANSIENT_ZH.search(sentence)
+        and not particular(sentence)
+        and _substance(sentence)
+    )
+
+
 # A tracker, wiki or chat the team keeps things in.
 _REF_PLACE = re.compile(
     r"""\b(?:go(?:es)?|live|lives|are|is|belong|belongs|tracked|filed|logged|documented|kept|
@@ -781,6 +817,10 @@ def _classify(
     # profile
     if _PROFILE.match(s) and _substance(s):
         return draft(Kind.USER.value, "profile", 2)
+
+    # how the assistant reports to the speaker, said without a trigger word
+    if directs_the_assistant(s):
+        return draft(Kind.FEEDBACK.value, "feedback", 2)
 
     # reference
     target = _reference_target(s)
@@ -1116,6 +1156,15 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                     if CJK.search(previous.content[-1:])
                     else ", ",
                 )
+                continue
+            if (
+                previous is not None
+                and previous.kind == memory.kind == Kind.FEEDBACK.value
+                and previous.record_start == memory.record_start
+            ):
+                # "Skip the play-by-play. Just show me the diff at the end.": how to answer the
+                # speaker, said in two sentences, is one instruction
+                _join(previous, memory, " ")
                 continue
             if story and memory.kind in (Kind.RULE.value, Kind.PROJECT.value):
                 memory.content = story + " " + memory.content
