@@ -220,7 +220,22 @@ _PRESCRIBES_IN_CLAUSE = re.compile(
 )
 
 
+# "实车是 robot-03", "集成测试就是 ./gradlew integrationTest", "上线是把代码合到 production 分支":
+# what a thing of the project is, in Chinese; a rule only when the clause prescribes.
+_DESCRIBES_SYSTEM_ZH = re.compile(r"^[^，,。；;：:]{1,16}?(?:就是|全是|都是|是)\s*\S")
+_PRESCRIBES_ZH = re.compile(
+    r"必须|一律|统一|不要|别|只能|只用|务必|不能|不许|禁止|规范|约定|规定|convention", re.I
+)
+
+
 def describes_system(text: str) -> bool:
     """Does `text` open with a description of what the system is (see `_DESCRIBES_SYSTEM`)?"""
+    if CJK.search(text):
+        first = re.split(r"[，,；;。]", text, maxsplit=1)[0]
+        return (
+            bool(_DESCRIBES_SYSTEM_ZH.match(first))
+            and not _PRESCRIBES_ZH.search(first)
+            and not re.search(r"不得|不能|不要|别|禁止|不许|必须|一律|务必", text)
+        )
     first = re.split(r"[,;—–(]|\s-\s", text, maxsplit=1)[0]
     return bool(_DESCRIBES_SYSTEM.match(first)) and not _PRESCRIBES_IN_CLAUSE.search(first)

@@ -524,6 +524,14 @@ def is_norm(sentence: str) -> bool:
     return strong or any(name in fired for name in _PRESCRIBES)
 
 
+_TEAM_TOO = re.compile(
+    r"\b(?:none\s+of\s+us|neither\s+does\s+anyone|nor\s+does\s+anyone|nobody\s+(?:here|on\s+the\s+team)|"
+    r"no\s+one\s+(?:here|on\s+the\s+team)|all\s+of\s+us|everyone\s+(?:here|on\s+the\s+team)|"
+    r"in\s+this\s+(?:repo|repository|codebase|project))\b|我们都|大家都|谁都不",
+    re.IGNORECASE,
+)
+
+
 def judge_statement(sentence: str) -> tuple[str, int] | None:
     """(kind, importance) when the model takes `sentence` for a durable statement, else None.
     What it is about (`scope.statement_kind`) decides feedback, user, or the team's project;
@@ -544,6 +552,9 @@ def judge_statement(sentence: str) -> tuple[str, int] | None:
         kind = Kind.USER.value
     else:
         kind = statement_kind(body, normative=normative)
+    if kind == Kind.USER.value and _TEAM_TOO.search(body):
+        # "Personally I don't ship a migration without a test, none of us do": the team's norm
+        kind = Kind.RULE.value
     if kind == Kind.USER.value and re.match(
         r"^i\s+(?:\w+\s+){1,2}?(?:it|them|these|those)\b|^我[^，。]{0,6}?它们", body, re.I
     ):
