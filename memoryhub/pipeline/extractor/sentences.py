@@ -854,6 +854,11 @@ def _classify(
         assert match is not None
         clause_start = max(s.rfind(sep, 0, match.start()) for sep in "，,;；") + 1
         body = s[clause_start:].strip() if clause_start > 0 else s
+        head = s[:clause_start].strip(" ，,;；")
+        if head and not (one_off(head) or reports_problem(head) or not _substance(head)):
+            # "消费者处理必须幂等，我们的做法是…": the clause before says as much; only a task or
+            # a report before the fact ("帮我把副本数调到 4，我们的服务都部署在 ACK 上") is cut
+            body = s
         if _MY_OWN.match(body):  # "My editor is Neovim": the speaker's own setup
             return draft(Kind.USER.value, "fact", 2, content=body)
         return draft(Kind.PROJECT.value, "fact", 2, fact_subcategory(body), body)
@@ -1012,7 +1017,11 @@ def _lead_in_tail(sentence: str) -> str | None:
 
 def _join(previous: Draft, memory: Draft, sep: str) -> None:
     if sep == " ":  # a sentence after a sentence
-        sep = "" if CJK.search(previous.content[-1:]) else " "
+        sep = (
+            ""
+            if re.search(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]$", previous.content)
+            else " "
+        )
         previous.content = previous.content + sep + memory.content
     else:
         tail = memory.content
@@ -1037,14 +1046,19 @@ _INCIDENT = re.compile(
       | \b(?:has|have)\s+(?:failed|broken|bitten|burned)\s+more\b
       | (?:之前|以前|去年|上次|那次|上个?月|上周|有次|有一次|曾经|前年)[^。；;]*?
           (?:丢|掉了|掉一半|挂了|崩|炸|出过|注入|查了|回滚|事故|错的数据|全是错|对不上|没了|被\S{0,4}坑|
-            错了|漏了|挂过|出事)""",
+            错了|漏了|挂过|出事|重复|追了|慢了|吐槽|投诉|赔)
+      # an error that comes back under a condition: "or you get exactly that error", "这个报错每个
+      # 新 ViewModel 都会碰到", "消费别的域的事件都会撞上这个"
+      | \b(?:or|otherwise)\s+you(?:'ll)?\s+get\s+(?:exactly\s+)?(?:that|this|the\s+same)\b
+      | \b(?:happen(?:s|ed)?\s+to\s+me|bit(?:ten)?\s+me)\b[^.]{0,20}\b(?:many|several|a\s+few|every|more)\b
+      | (?:都会|总会|每次都)(?:碰到|撞上|遇到|踩到|报)""",
     re.VERBOSE | re.IGNORECASE,
 )
 
 
 _PRESCRIBES = re.compile(
     r"\b(?:always|never|must|mustn'?t|only|should|has\s+to|have\s+to|need\s+to|don'?t|do\s+not)\b"
-    r"|一律|必须|务必|统一|只能|只用|不要|别(?!人)|一定要|都要|都用|都走"
+    r"|\b(?:before|after)\s+you\b|一律|必须|务必|统一|只能|只用|不要|别(?!人)|一定要|都要|都用|都走"
 )
 
 
@@ -1176,4 +1190,17 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 norm = memory
             if memory.kind == Kind.LESSON.value and memory.rule == "lesson":
                 lesson = memory
+        if story and _PRESCRIBES.search(story) and _substance(story):
+            # "build with --ghc-options=-Werror before you call anything done, that exact warning
+            # has failed more of my PRs than anything else": the story carries its own norm
+            drafts.append(
+                Draft(
+                    kind=Kind.LESSON.value,
+                    content=story,
+                    importance=3,
+                    record_start=record.index,
+                    record_end=record.index,
+                    rule="lesson",
+                )
+            )
     return drafts
