@@ -1050,7 +1050,8 @@ _INCIDENT = re.compile(
       # an error that comes back under a condition: "or you get exactly that error", "这个报错每个
       # 新 ViewModel 都会碰到", "消费别的域的事件都会撞上这个"
       | \b(?:or|otherwise)\s+you(?:'ll)?\s+get\s+(?:exactly\s+)?(?:that|this|the\s+same)\b
-      | \b(?:happen(?:s|ed)?\s+to\s+me|bit(?:ten)?\s+me)\b[^.]{0,20}\b(?:many|several|a\s+few|every|more)\b
+      | \b(?:happen(?:s|ed)?\s+to\s+me|bit(?:ten)?\s+me)\b[^.]{0,20}
+          \b(?:many|several|a\s+few|every|more)\b
       | (?:都会|总会|每次都)(?:碰到|撞上|遇到|踩到|报)""",
     re.VERBOSE | re.IGNORECASE,
 )
