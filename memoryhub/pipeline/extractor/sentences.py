@@ -1067,6 +1067,27 @@ def _incident(sentence: str) -> bool:
     return bool(_INCIDENT.search(sentence))
 
 
+def _topic_terms(text: str) -> set[str]:
+    """Names and identifiers a sentence is about: code words, capitalised or mixed-case names,
+    paths, and runs of three or more CJK characters are not used (too loose)."""
+    terms = set()
+    for token in re.findall(r"[A-Za-z_][\w./@#-]*[\w]", text):
+        if token.lower() in STOPWORDS or token.lower() in TRIGGER_WORDS or len(token) < 3:
+            continue
+        if len(token) >= 4 or re.search(r"[A-Z_./@#]|\d", token):
+            terms.add(token.lower().rstrip("s"))
+    return terms
+
+
+def _shared_topic(a: str, b: str) -> bool:
+    """Do two sentences name the same thing (an identifier, a product or a path)?"""
+    first = re.match(r"\W*(\w+)", b)
+    shared = _topic_terms(a) & _topic_terms(b)
+    if first and not CJK.search(b):  # "The …" opening a sentence is no name
+        shared.discard(first.group(1).lower().rstrip("s"))
+    return bool(shared)
+
+
 def _same_scope(a: Draft, b: Draft) -> bool:
     """Do two memories land in the same scope (the team's project, or the speaker's own)? "I
     can't stand default exports; named exports only" is the speaker's taste, then a rule."""
@@ -1143,7 +1164,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 previous = lesson = memory
                 previous_sentence = sentence
                 continue
-            previous_sentence = sentence
+            before, previous_sentence = previous_sentence, sentence
             if memory is None:
                 if comma and previous is not None and _continues(_strip_fillers(sentence)):
                     # "I read task logs in Loki, I barely open the Airflow UI": one sentence
@@ -1174,6 +1195,17 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 continue
             if (
                 previous is not None
+                and previous.record_start == memory.record_start
+                and _same_scope(previous, memory)
+                and memory.kind != Kind.REFERENCE.value
+                and _shared_topic(previous.content, memory.content)
+            ):
+                # "别放 UserDefaults。… UserDefaults 只放小 flag，缓存文件放 Application Support":
+                # the next sentence of a message on the same thing goes on with the same memory
+                _join(previous, memory, " ")
+                continue
+            if (
+                previous is not None
                 and previous.kind == memory.kind == Kind.FEEDBACK.value
                 and previous.record_start == memory.record_start
             ):
@@ -1181,6 +1213,21 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 # speaker, said in two sentences, is one instruction
                 _join(previous, memory, " ")
                 continue
+            if (
+                comma
+                and previous is None
+                and re.match(
+                    r"^(?:never|no|not|don'?t|不要|别|不用)\b", _strip_fillers(before), re.I
+                )
+                and len(before.split()) <= 4
+            ):
+                # "Never npm, always pnpm": the short contrast before the clause belongs to it
+                head = _strip_fillers(before).rstrip(",，")
+                head = head[:1].upper() + head[1:]
+                if CJK.search(before):
+                    memory.content = head + "，" + memory.content
+                else:
+                    memory.content = head + ", " + memory.content[:1].lower() + memory.content[1:]
             if story and memory.kind in (Kind.RULE.value, Kind.PROJECT.value):
                 memory.content = story + " " + memory.content
                 memory.kind, memory.subcategory = Kind.LESSON.value, ""
