@@ -605,19 +605,22 @@ _REF_PLACE = re.compile(
 _RECORD_TOOL = (
     r"Linear|Jira|Confluence|Notion|Trello|Asana|YouTrack|ClickUp|Basecamp|Airtable|Coda|"
     r"Google\s+(?:Docs?|Drive|Sheets?)|SharePoint|Dropbox|MLflow|W&B|Weights\s+&\s+Biases|"
-    r"Postmark|PagerDuty|Opsgenie|Backstage|GitBook|Slack|"
+    r"Postmark|PagerDuty|Opsgenie|Backstage|GitBook|Slack|wandb|Figma|Cachix|Crashlytics|Sentry|"
+    r"Datadog|Grafana|Kibana|禅道|"
     r"GitHub\s+(?:Discussions|Projects|wiki)|飞书|语雀|钉钉|企业微信|腾讯文档|石墨"
 )
 _RECORD_NOUN = (
     r"wiki|board|dashboard|experiment|space|tracker|handbook|knowledge\s+base|spreadsheet|"
-    r"(?:confluence|notion|wiki)\s+page|page\s+in|看板|知识库|文档库|手册|字典|《[^》]{1,30}》"
+    r"(?:confluence|notion|wiki)\s+page|page\s+in|sheet|drive|channel|看板|知识库|文档库|手册|字典|"
+    r"值班群|群|面板|《[^》]{1,30}》"
 )
 _RECORD_PLACE = re.compile(
     rf"""(?:\b(?:is|are|go|goes|live|lives|sit|sits|kept|tracked|filed|logged|documented|
             written\s+up|posted|recorded|collected|listed|described|land|lands|get\s+\w+ed)
           \s+(?:\w+\s+){{0,2}}?(?:in|on|under|into|to|at)\b
         | \bwe\s+(?:use|keep|track)\s+(?=(?:{_RECORD_TOOL})\b)
-        | (?:在|放在|记在|记到|写在|登记在|登记到|发到|按|以|去|到)\s*)
+        | \b(?:it'?s|is|are)\s+on\s+(?=(?:{_RECORD_TOOL})\b)
+        | (?:在|放在|记在|记到|写在|登记在|登记到|发到|推到|按|以|去|到|照|看)\s*)
         [^.;。；]{{0,50}}?(?P<place>(?-i:{_RECORD_TOOL})|(?:{_RECORD_NOUN}))""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -625,6 +628,29 @@ _RECORD_PLACE = re.compile(
 _LOOKED_UP = re.compile(
     r"为准|去那(?:里|儿)|去\S{0,20}?(?:查|找|看)|\bcheck\s+there\b|\blook\s+(?:it\s+)?up\b", re.I
 )
+
+
+def _with_record_clauses(sentences: list[str]) -> list[str]:
+    """`sentences`, with a clause that says where records live cut from a statement before it:
+    "pluginval at strictness 5 is our bar, and the results go on the 'Host Matrix' page in the
+    wiki" holds a rule and a reference."""
+    out = []
+    for sentence in sentences:
+        match = _RECORD_PLACE.search(sentence)
+        cut = -1
+        if match is not None and record_place(sentence) is not None:
+            cut = max(sentence.rfind(sep, 0, match.start()) for sep in (", and ", ", ", "，"))
+        head = sentence[:cut] if cut > 0 else ""
+        if (
+            head
+            and re.search(r"\b(?:is|are|was|were|has|have|runs?|uses?)\b|是|用|走", head)
+            and (_substance(head))
+        ):
+            out.append(head + ",")
+            out.append(re.sub(r"^(?:,\s*and|,|，)\s*", "", sentence[cut:]))
+        else:
+            out.append(sentence)
+    return out
 
 
 def record_place(sentence: str) -> str | None:
@@ -637,12 +663,11 @@ def record_place(sentence: str) -> str | None:
     tool = re.search(rf"(?-i:{_RECORD_TOOL})", sentence[match.start() :])
     if tool is not None:  # "the Data Quality board in Linear": the tool names the place
         place = tool.group()
-    head = re.split(r"[,，]", sentence[: match.start()])
-    if len(head) > 1 and re.search(r"\b(?:is|are|was|were)\b|是", head[0]):
-        return None  # "The code is Lightning, experiments are tracked in W&B": a clause of two
     if re.search(r"(?<!\w)I(?!\w)|我(?!们)", sentence[: match.start()]):
         return None  # "曲线我一般在 TensorBoard 里看": the speaker's habit
-    if re.fullmatch(r"board|space|experiment|dashboard|page\s+in", place, re.I) and not (
+    if re.fullmatch(
+        r"board|space|experiment|dashboard|page\s+in|sheet|drive|channel|群|面板", place, re.I
+    ) and not (
         re.search(
             rf"(?-i:{_RECORD_TOOL})|\b[A-Z][\w-]+\b[^.]{{0,20}}\b{place}\b|['‘’\"“《]", sentence
         )
@@ -1115,7 +1140,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
         lesson: Draft | None = None
         norm: Draft | None = None  # the last rule or project memory of this message
         story = ""  # an incident told before the norm it taught
-        for sentence in split_sentences(text):
+        for sentence in _with_record_clauses(split_sentences(text)):
             at = text.find(sentence, cursor)
             joined = at > 0 and text[:at].rstrip().endswith((";", "；"))
             comma = at > 0 and text[:at].rstrip().endswith((",", "，"))
@@ -1176,6 +1201,8 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 (joined or comma)
                 and previous is not None
                 and (_same_scope(previous, memory) or _continues(memory.content))
+                # a record place cut from the statement before it stays a reference of its own
+                and not (memory.kind == Kind.REFERENCE.value != previous.kind)
             ):
                 # One sentence, one memory: a clause after a comma or a semicolon elaborates the
                 # one before it ("Money is integer cents end to end; floats only show up in the
