@@ -135,7 +135,7 @@ def fact_subcategory(text: str) -> str:
     return Subcategory.STRUCTURE.value
 
 
-def _names_code(text: str) -> bool:
+def names_code(text: str) -> bool:
     has_cjk = bool(CJK.search(text))
     return bool(
         CODE_WORDS.search(text)
@@ -147,7 +147,7 @@ def _names_code(text: str) -> bool:
 def about_project(text: str) -> bool:
     """Is `text` about the team's repository, code, tools, infrastructure or workflow?"""
     return bool(
-        _names_code(text)
+        names_code(text)
         or _TEAM_WORDS.search(text)
         or _TEAM.search(text)
         or OPS_WORDS.search(text)
@@ -167,7 +167,7 @@ def prohibition_kind(text: str) -> str:
     # "don't rewrite my specs": what the assistant may do to the speaker's own work
     if INTERACTION.search(text) or re.search(r"\bmy\s+(?!team|company|org)\w+|我的", text, re.I):
         return Kind.FEEDBACK.value
-    if _names_code(text) or _TEAM_WORDS.search(text) or _TEAM.search(text):
+    if names_code(text) or _TEAM_WORDS.search(text) or _TEAM.search(text):
         return Kind.RULE.value
     return Kind.FEEDBACK.value if _YOU.search(text) else Kind.RULE.value
 

@@ -89,6 +89,8 @@ from memoryhub.pipeline.extractor.keywords import (
 )
 from memoryhub.pipeline.extractor.records import SourceRecord, clean_user_text, readable_text
 from memoryhub.pipeline.extractor.scope import (
+    CODE_WORDS_ZH,
+    IDENTIFIER,
     fact_subcategory,
     preference_kind,
     prohibition_kind,
@@ -812,6 +814,13 @@ def _classify(
     # how the speaker wants the assistant to work with them ("hand me X and I'll run it",
     # "skip pasting whole files at me", "别写一大段")
     if _ASSISTANT_ROLE.search(s) and _substance(s) and not particular(s):
+        if (
+            re.search(r"别自己|不要自己|你自己|自己(?:动|改|跑|调|写)|\byourself\b", s, re.I)
+            and (IDENTIFIER.search(s) or CODE_WORDS_ZH.search(s))
+            and not re.search(r"\b(?:me|my)\b|我(?!们)", s, re.I)
+        ):
+            # "随机种子你别自己写 torch.manual_seed，统一走 utils/seed.py": how the code is written
+            return draft(Kind.RULE.value, "convention", 2)
         return draft(Kind.FEEDBACK.value, "feedback", 2)
 
     # to-do
@@ -859,7 +868,9 @@ def _classify(
     if fact and _FACT_EN_BLOCKED_BEFORE.search(s[: fact.start()]):
         fact = None
     found = convention(s)
-    if fact is None:
+    if fact is None and not (
+        found and found[0] == Kind.RULE.value and re.search(r"\b(?:only|nowhere|never|must)\b", s)
+    ):  # "Cron jobs go in config/schedule.yml and nowhere else" says where they must go
         fact = _LOCATION_EN.match(s)
     if fact is None and not (found and found[0] == Kind.RULE.value):  # a rule wins over "from X"
         fact = (
@@ -992,7 +1003,8 @@ def _correction(
         and not _WRONG_WORD.search(stripped[:trigger_end])
         and not _CONTRAST.search(body)
     ):
-        return None, remaining
+        # "Nope, every version lives in libs.versions.toml": the answer may still state a thing
+        return None, rest
     importance = 3 if _EMPHATIC.search(stripped) else 2
     # A correction about the team's project is the team's knowledge (project scope); one about
     # how the assistant works, or about nothing project-like, is the speaker's feedback.
@@ -1075,6 +1087,7 @@ _INCIDENT = re.compile(
       # an error that comes back under a condition: "or you get exactly that error", "这个报错每个
       # 新 ViewModel 都会碰到", "消费别的域的事件都会撞上这个"
       | \b(?:or|otherwise)\s+you(?:'ll)?\s+get\s+(?:exactly\s+)?(?:that|this|the\s+same)\b
+      | (?:不然|否则)(?:就)?(?:是|会)?(?:这个|这种)?(?:报错|报这个错)
       | \b(?:happen(?:s|ed)?\s+to\s+me|bit(?:ten)?\s+me)\b[^.]{0,20}
           \b(?:many|several|a\s+few|every|more)\b
       | (?:都会|总会|每次都)(?:碰到|撞上|遇到|踩到|报)""",

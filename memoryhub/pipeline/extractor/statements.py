@@ -447,6 +447,14 @@ def not_standing(sentence: str) -> bool:
 
 def particular(sentence: str) -> bool:
     """Does `sentence` point at something of the task at hand rather than a kind of thing?"""
+    if CJK.search(sentence):
+        # "保留期 14 天是合规定的，脚本里这个值别自己改": 这个 after the first clause points back
+        # inside the sentence, not at the task
+        sentence = re.split(r"[，,；;]", sentence, maxsplit=1)[0]
+    # "every job here", "…go in their own PR here": here as in this repository
+    sentence = re.sub(
+        r"\b((?:every|each|any|all|no)\s+\w+)\s+here\b|\bhere\s*[.!]?$", r"\1", sentence
+    )
     return bool(_PARTICULAR.search(sentence))
 
 
