@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from memoryhub.core.markers import strip_injections
 from memoryhub.memories.kinds import Kind, Subcategory
 from memoryhub.pipeline.extractor.commands import (
+    _command_parts,
     command_memories,
     lesson_memories,
     shell_runs,
@@ -97,11 +98,14 @@ def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
     commands = []
     for memory in command_memories(runs):
         command = re.search(r"`(.+)`", memory.content)
+        # the command as said, or without its runner (`bundle exec fastlane test` → "fastlane test")
+        forms = {command.group(1).lower()} if command else set()
+        if command:
+            forms |= {" ".join(words).lower() for words in _command_parts(command.group(1))[:1]}
         stating = [
             d
             for d in said
-            if command
-            and command.group(1).lower() in d.content.lower()
+            if any(form in d.content.lower() for form in forms)
             and d.kind in (Kind.RULE.value, Kind.PROJECT.value)
         ]
         for statement in stating:

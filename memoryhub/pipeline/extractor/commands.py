@@ -547,7 +547,7 @@ _ONE_OFF_DEPLOY = re.compile(
 # project's tests: `rspec spec/jobs/digest_job_spec.rb`, `gradlew test --tests '*Migration*'`.
 _ONE_TEST = re.compile(
     r"""\s(?:--tests?|-k|-run|--grep|-t|--testNamePattern)[\s=]|\s--filter=|::|
-        \s(?:[\w.-]+/)+[\w.-]+\.(?:py|rb|go|kt|java|[jt]sx?|php|ex|exs|rs|swift)\b""",
+        \s(?:[\w.-]+/)+[\w.-]+\.(?:py|rb|go|kt|java|[jt]sx?|php|ex|exs|rs|swift|sql|sh|c|cc|cpp|h)\b""",
     re.VERBOSE,
 )
 
@@ -561,8 +561,10 @@ def command_memories(runs: Sequence[_Run]) -> list[Draft]:
         for text, key, category in command_units(run.command):
             if category == "deploy" and _ONE_OFF_DEPLOY.search(text):
                 continue
-            if category == "test" and _ONE_TEST.search(text):
+            if category in ("test", "lint", "format", "typecheck") and _ONE_TEST.search(text):
                 continue
+            # output plumbing is not part of how to run it: `… 2>&1 | tail -3`
+            text = re.sub(r"\s*2>&1|\s*\|\s*(?:tail|head|less|more|grep|tee)\b.*$", "", text)
             current = best.get(key)
             if current is None:
                 order.append(key)

@@ -574,6 +574,37 @@ _STANDING_FORM = re.compile(
 )
 
 
+# The speaker's taste or habit with a tool, without "I prefer": "I reason about StateFlow way better
+# than LiveData", "polars reads a lot easier to me", "曲线我一般在 TensorBoard 里看", "Personally I
+# do my exploratory analysis in polars".
+_HABIT = re.compile(
+    r"""\b(?:to|for)\s+me\b(?!\s+to\b) | ^(?:me\s+)?personally\b
+      | ^i\s+(?:usually|mostly|generally|normally|tend\s+to|reason|think\s+in|live\s+in|do\s+my|
+          debug|test|read|look\s+at|check|work)\b
+      | \b(?:way|much|a\s+lot)\s+(?:better|easier|faster|nicer)\b
+      | 我(?:一般|通常|平时|基本|习惯|更喜欢|比较|自己(?:一般|主要|平时)?)(?!们) | 对我来说""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def speaker_habit(sentence: str) -> bool:
+    """Is `sentence` the speaker's own taste or habit with a named tool (user scope)?"""
+    return bool(
+        _HABIT.search(sentence)
+        and re.search(r"[A-Za-z][\w.+-]{1,}", sentence)  # names a tool
+        and not re.search(
+            r"\b(?:we|we're|our|us|team|everyone|nobody|none\s+of\s+us)\b|我们|大家|团队",
+            sentence,
+            re.I,
+        )
+        and not re.search(r"\b(?:you|your)\b|你", sentence, re.I)
+        and not one_off(sentence)
+        and not _TRANSIENT_EN.search(sentence)
+        and not _TRANSIENT_ZH.search(sentence)
+        and _substance(sentence)
+    )
+
+
 def directs_the_assistant(sentence: str) -> bool:
     """Is `sentence` a standing instruction on how the assistant works with the speaker?"""
     return bool(
@@ -852,6 +883,10 @@ def _classify(
     if _PROFILE.match(s) and _substance(s):
         return draft(Kind.USER.value, "profile", 2)
 
+    # the speaker's own way of working, said without "I prefer"
+    if speaker_habit(s):
+        return draft(Kind.USER.value, "preference", 2)
+
     # how the assistant reports to the speaker, said without a trigger word
     if directs_the_assistant(s):
         return draft(Kind.FEEDBACK.value, "feedback", 2)
@@ -1069,6 +1104,13 @@ def _join(previous: Draft, memory: Draft, sep: str) -> None:
     previous.record_end = max(previous.record_end, memory.record_end)
 
 
+_IMPERATIVE_TASK_HEAD = (
+    r"^(?:please\s+|now\s+|also\s+|just\s+|then\s+)*(?:add|fix|build|bump|rename|refactor|make|"
+    r"create|remove|delete|update|implement|look|check|find|show|give|move|write|change|replace|"
+    r"revert|merge|push|deploy|run|try|investigate|debug|leave|use)\b"
+)
+
+
 # A past incident and what it cost: the story behind a norm ("in feb somebody added X and we got a
 # double-reserve incident", "In the spring we mixed one into a feature branch and bisecting … was
 # miserable", "之前开过，吞吐掉了 15%", "以前就这么丢过一周的备份"). Told next to a norm, the two
@@ -1124,6 +1166,24 @@ def _shared_topic(a: str, b: str) -> bool:
     if first and not CJK.search(b):  # "The …" opening a sentence is no name
         shared.discard(first.group(1).lower().rstrip("s"))
     return bool(shared)
+
+
+def _leads_in(clause: str) -> bool:
+    """Can a clause with no memory of its own open the memory of the clause after it: short,
+    saying something, and no task, question, report or remark about the moment?"""
+    c = _strip_fillers(clause).rstrip(",，")
+    return bool(
+        c
+        and len(c.split()) <= 10
+        and len(c) <= 60
+        and _substance(c)
+        and not _is_question(c)
+        and not _HEDGE.search(c)
+        and not _CONDITIONAL_START.match(c)
+        and not reports_problem(c)
+        and not re.match(r"^(?:please\s+)?(?:can|could|would)\s+you\b|^(?:帮我|麻烦|请帮)", c, re.I)
+        and not re.match(_IMPERATIVE_TASK_HEAD, c, re.I)
+    )
 
 
 def _same_scope(a: Draft, b: Draft) -> bool:
@@ -1256,12 +1316,18 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
             if (
                 comma
                 and previous is None
-                and re.match(
-                    r"^(?:never|no|not|don'?t|不要|别|不用)\b", _strip_fillers(before), re.I
+                and before
+                and (
+                    re.match(
+                        r"^(?:never|no|not|don'?t|不要|别|不用)\b", _strip_fillers(before), re.I
+                    )
+                    and len(before.split()) <= 4
+                    or _leads_in(before)
                 )
-                and len(before.split()) <= 4
             ):
-                # "Never npm, always pnpm": the short contrast before the clause belongs to it
+                # "Never npm, always pnpm", "go 1.22 across the whole monorepo, don't pull in …",
+                # "I'm coming from iOS, I did Core Data for years …": the clause before, with no
+                # memory of its own, belongs to this one (one sentence, one memory)
                 head = _strip_fillers(before).rstrip(",，")
                 head = head[:1].upper() + head[1:]
                 if CJK.search(before):
