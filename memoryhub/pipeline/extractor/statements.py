@@ -236,9 +236,13 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
         r"service|app|one\s+is))"
     ),
     # "the new store methods", "here", "the above": something of this task, not a kind of thing
-    "en_particular": _rx(
-        r"\b(?:the\s+(?:new|old|above|following|same|last|current|remaining)|here|above|"
-        r"for\s+the\s+\w+\s+(?:page|screen|endpoint|method|methods|function|test|file|ticket))\b"
+    "en_particular": lambda s: bool(
+        re.search(
+            r"\b(?:the\s+(?:new|old|above|following|same|last|current|remaining)|here|above|"
+            r"for\s+the\s+\w+\s+(?:page|screen|endpoint|method|methods|function|test|file|ticket))\b",
+            _repo_here(s),
+            re.I,
+        )
     ),
     "zh_pronoun_ref": _rx(r"这个|那个|这里|那里|这些|那些|它"),
     "en_keep_state": _rx(r"^(?:please\s+)?(?:keep|leave|stay)\b"),
@@ -451,11 +455,12 @@ def particular(sentence: str) -> bool:
         # "保留期 14 天是合规定的，脚本里这个值别自己改": 这个 after the first clause points back
         # inside the sentence, not at the task
         sentence = re.split(r"[，,；;]", sentence, maxsplit=1)[0]
-    # "every job here", "…go in their own PR here": here as in this repository
-    sentence = re.sub(
-        r"\b((?:every|each|any|all|no)\s+\w+)\s+here\b|\bhere\s*[.!]?$", r"\1", sentence
-    )
-    return bool(_PARTICULAR.search(sentence))
+    return bool(_PARTICULAR.search(_repo_here(sentence)))
+
+
+def _repo_here(sentence: str) -> str:
+    """`sentence` without a "here" that means this repository: "every job here", "tasks here"."""
+    return re.sub(r"\b((?:every|each|any|all|no)\s+\w+|\w+s)\s+here\b", r"\1", sentence)
 
 
 _REASON = re.compile(r"\b(?:otherwise|or\s+else|so\s+that|because)\b|否则|不然|以免|免得")
