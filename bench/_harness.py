@@ -362,9 +362,31 @@ class Server:
             self.proc.wait(timeout=5)
 
 
+class AsgiServer(Server):
+    """gunicorn serving memoryhub.asgi with uvicorn's worker class, as `make run` and the
+    Docker image start it (Django and /mcp in one process; connections are kept alive)."""
+
+    def command(self) -> list[str]:
+        return [
+            str(BIN / "gunicorn"),
+            "memoryhub.asgi:application",
+            "--worker-class",
+            "uvicorn_worker.UvicornWorker",
+            "--timeout",
+            str(GUNICORN_TIMEOUT_S),
+            *self.common_options(),
+        ]
+
+    def start(self, timeout_s: float = 90) -> None:
+        super().start(timeout_s)
+
+
+SERVERS: dict[str, type[Server]] = {"asgi": AsgiServer, "wsgi": Server}
+
+
 class Api:
-    """/api/v1/ over one httpx client. gunicorn's sync workers close the connection after each
-    response, so every request opens a new TCP connection (as an agent's would)."""
+    """/api/v1/ over one httpx client, which keeps its connection alive where the server does
+    (uvicorn workers; gunicorn's sync workers close it after each response)."""
 
     def __init__(self, base_url: str, token: str, prefix: str = "") -> None:
         """`prefix`: under /api/v1/, e.g. "projects/<slug>/" for one project's endpoints."""
@@ -415,7 +437,11 @@ class Stack:
 
 @contextlib.contextmanager
 def bench_stack(
-    admin_url: str, first_project: str, workers: int = WORKERS, source: Path = REPO
+    admin_url: str,
+    first_project: str,
+    workers: int = WORKERS,
+    source: Path = REPO,
+    server_class: type[Server] = Server,
 ) -> Iterator[Stack]:
     """A migrated fresh database, a project `first_project` owned by OWNER, an unrestricted
     token (so more projects can be made through the API) and a running gunicorn. Everything is
@@ -435,8 +461,9 @@ def bench_stack(
         db_facts = db.facts()
         facts["postgresql"] = db_facts["version"].split(" on ")[0]
         facts["pg_settings"] = {k: v for k, v in db_facts.items() if k != "version"}
-        server = Server(env, tmp / "gunicorn.log", workers, app_dir)
-        log(f"starting gunicorn ({workers} sync workers) on {server.base_url}")
+        server = server_class(env, tmp / "gunicorn.log", workers, app_dir)
+        kind = "uvicorn" if server_class is AsgiServer else "sync"
+        log(f"starting gunicorn ({workers} {kind} workers) on {server.base_url}")
         stack.callback(server.stop)  # registered after db.drop, so it runs before it
         server.start()
         api = Api(server.base_url, token)

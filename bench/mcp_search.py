@@ -31,10 +31,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import (  # noqa: E402
-    BIN,
+    AsgiServer,
     BenchError,
     Database,
-    Server,
     log,
     machine_facts,
     ms,
@@ -107,22 +106,6 @@ WORDS = [
     "runbook",
     "kafka",
 ]
-
-
-class AsgiServer(Server):
-    """The harness's gunicorn, serving memoryhub.asgi with uvicorn's worker class."""
-
-    def command(self) -> list[str]:
-        return [
-            str(BIN / "gunicorn"),
-            "memoryhub.asgi:application",
-            "--worker-class",
-            "uvicorn_worker.UvicornWorker",
-            *self.common_options(),
-        ]
-
-    def start(self, timeout_s: float = 90) -> None:
-        super().start(timeout_s)
 
 
 def sentence(rng: random.Random) -> tuple[str, list[str]]:

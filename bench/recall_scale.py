@@ -7,7 +7,9 @@ and 100k memories in one project, on PostgreSQL, through real HTTP.
         [--endpoints search,recall,injection,hindsight,write] [--queries 1986] [--budget-s 90]
         [--baseline DIR] [--exact-n 400] [--exact-budget-s 150] [--explain] [--json FILE]
 
-One fresh database (dropped at the end), `gunicorn memoryhub.wsgi` with 2 sync workers, one
+One fresh database (dropped at the end), gunicorn with 2 workers as `make run` and the Docker
+image start it (`--server asgi`, the default: uvicorn workers serving memoryhub.asgi, the client
+keeping its connection alive; `--server wsgi`: sync workers serving memoryhub.wsgi), one
 project grown 0 → 1k → 10k → 100k by the bulk API in 1,000-item batches (ingest throughput is
 reported per step). The text is realistic, as in benchmarks.md §7: LoCoMo turns copied with
 the speakers' names swapped (in the prefix and in the text) and their sentences shuffled,
@@ -32,8 +34,8 @@ Exactness (--exact-n questions at the largest size right after its ingest, each 
 against the ranking recomputed in the bench from the database rows (every term, every memory):
 BM25 × decay, then the context signals with their defaults when the server's code has them.
 
-Latency is the client's wall time per request (gunicorn's sync workers close the connection
-after each response, so it includes a TCP connect). Peak RSS is the max VmHWM over the
+Latency is the client's wall time per request (with `--server wsgi` it includes a TCP
+connect: sync workers close the connection after each response). Peak RSS is the max VmHWM over the
 workers during the endpoint's phase. Machine load is reported because this machine is shared.
 
 --explain: after the largest size, times memory_search in-process (Django on the bench
@@ -785,16 +787,17 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
     notes: list[str] = []
     explain = ""
     exact: dict[str, dict[str, float]] = {}
+    server = h.SERVERS[args.server]
     started = time.perf_counter()
     with contextlib.ExitStack() as exit_stack:
         stacks: list[tuple[str, h.Stack]] = []
         if args.baseline:
             h.log(f"baseline (today's code): {args.baseline}")
             base = exit_stack.enter_context(
-                h.bench_stack(admin_url, PROJECT, source=Path(args.baseline))
+                h.bench_stack(admin_url, PROJECT, source=Path(args.baseline), server_class=server)
             )
             stacks.append(("today", base))
-        stack = exit_stack.enter_context(h.bench_stack(admin_url, PROJECT))
+        stack = exit_stack.enter_context(h.bench_stack(admin_url, PROJECT, server_class=server))
         stacks.append(("new", stack))
         endpoints: dict[str, list[Endpoint]] = {}
         for code, st in stacks:
@@ -907,6 +910,13 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument(
+        "--server",
+        choices=sorted(h.SERVERS),
+        default="asgi",
+        help="gunicorn with uvicorn workers serving memoryhub.asgi (as `make run` and the "
+        "Docker image), or with sync workers serving memoryhub.wsgi",
+    )
     parser.add_argument(
         "--endpoints", default=",".join(ENDPOINTS), help="comma list of " + ",".join(ENDPOINTS)
     )

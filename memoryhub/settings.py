@@ -171,6 +171,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # A file (not :memory:) so a worker process started by the tests sees the same database.
     _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 DATABASES = {"default": _db}
+# Threads per web process serving Django behind the ASGI server (memoryhub/asgi.py); each
+# keeps its own database connection.
+WEB_THREADS = env_int("WEB_THREADS", 8, minimum=1)
 # Per process: search's bank statistics and document frequencies (60 s). One entry per query
 # term, so far more than Django's default 300.
 CACHES = {

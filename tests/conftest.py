@@ -16,6 +16,7 @@ from accounts.actors import Actor
 from accounts.models import User
 from accounts.services import token_create
 from memoryhub.recall import engine
+from memoryhub.recall import services as recall_services
 from projects.models import Project, Role
 from projects.selectors import project_access
 from projects.services import membership_add, project_create
@@ -37,6 +38,7 @@ def _test_settings(settings: Any) -> None:
     # Each test's transaction is rolled back, and SQLite then hands out the same project ids
     # and bank versions again: a bank copy kept from an earlier test would look current.
     engine.registry.clear()
+    recall_services.forget_injected_marks()  # the same: session ids are handed out again
     # Rate-limit counters per test, in memory (clearing Redis would flush the Celery broker's
     # queues); limits are off unless a test turns them on (tests/accounts/test_throttling.py).
     settings.CACHES = settings.CACHES | {

@@ -12,13 +12,14 @@ from enum import Enum
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.actors import Actor
 from memoryhub.core import redaction
 from memoryhub.core.exceptions import ApplicationError
+from memoryhub.core.rows import int_array
 from memoryhub.embeddings import services as embeddings
 from memoryhub.memories import index, selectors, similarity, text
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
@@ -505,7 +506,18 @@ def memory_stamp(*, project: Project, source_session: str, at: datetime, actor: 
 
 def memory_record_access(*, memory_ids: Sequence[int], at: datetime) -> None:
     """Bookkeeping of reads (search): hit counts and last access. No event: nothing a person
-    would call a change."""
+    would call a change, nor a change of the bank (its version stays)."""
+    if not memory_ids:
+        return
+    if connection.vendor == "postgresql":
+        # One statement that also spares the bank's change trigger its row comparison
+        # (migration 0008): a search runs this every time.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT memoryhub_record_access(%s::bigint[], %s)",
+                [int_array(sorted(set(memory_ids))), at],
+            )
+        return
     Memory.objects.filter(pk__in=list(memory_ids)).update(
         hit_count=F("hit_count") + 1, last_accessed_at=at
     )

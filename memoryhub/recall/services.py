@@ -9,6 +9,8 @@ search's bookkeeping).
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -356,9 +358,42 @@ def recall_files_sync(
     return result
 
 
+# Injections this process has already marked: (database, session, its record count, the UTC
+# day, the payload's memories). Handing the same payload to the same session again on the same
+# day, with no record (and so no compaction) in between, would write nothing (see _seen_upsert):
+# an agent revalidating its payload skips the statement. Another process may still run it once.
+INJECTED_MARKS_SIZE = 4096
+_injected_marks: OrderedDict[tuple[object, ...], None] = OrderedDict()
+_injected_marks_lock = threading.Lock()
+
+
 def recall_payload_mark_injected(*, session: AgentSession, memory_pks: Sequence[int]) -> None:
     """An injection payload was handed to `session`: its memories count as seen (injected)."""
+    now = timezone.now()
+    key = (
+        connection.settings_dict["NAME"],
+        session.pk,
+        session.record_count,
+        now.astimezone(UTC).date(),
+        tuple(memory_pks),
+    )
+    with _injected_marks_lock:
+        if key in _injected_marks:
+            _injected_marks.move_to_end(key)
+            return
     recall_seen_mark(session=session, memory_ids=memory_pks, reason=RecallSeen.Reason.INJECTED)
+    if transaction.get_connection().in_atomic_block:
+        return  # a rollback would undo the rows the memo would vouch for
+    with _injected_marks_lock:
+        _injected_marks[key] = None
+        while len(_injected_marks) > INJECTED_MARKS_SIZE:
+            _injected_marks.popitem(last=False)
+
+
+def forget_injected_marks() -> None:
+    """Empty this process's memo of marked injections (tests: rolled-back rows)."""
+    with _injected_marks_lock:
+        _injected_marks.clear()
 
 
 # --- recall (POST /recall/) ------------------------------------------------------------------

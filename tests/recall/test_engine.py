@@ -144,8 +144,19 @@ def test_writes_reach_the_copy_as_deltas_not_rebuilds(alice: User, project: Proj
 
     # Bookkeeping of reads (hit counts) is not a change of the bank.
     version = BankVersion.objects.get(project_id=project.pk).version
-    memory_search(access=access, query=SearchQuery(text="docker", k=5))
+    hits = memory_search(access=access, query=SearchQuery(text="docker", k=5))
     assert BankVersion.objects.get(project_id=project.pk).version == version
+    counted = Memory.objects.get(pk=hits[0].memory.pk)
+    assert counted.hit_count == 1
+    assert counted.last_accessed_at is not None
+    # The test runs in one transaction: the flag that spares the bank's trigger during the
+    # bookkeeping must be off again, so the next real change in it is still a change (a
+    # status change: it rewrites no postings, whose own triggers would count it anyway).
+    memory_services.memory_set_status(
+        memory=counted, actor=actor, status=Memory.Status.STALE, reason="docker moved"
+    )
+    assert BankVersion.objects.get(project_id=project.pk).version > version
+    assert BankChange.objects.get(project_id=project.pk, memory_id=counted.pk).version > version
 
 
 def test_a_teammates_scores_do_not_depend_on_anothers_private_memories(

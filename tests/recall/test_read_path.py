@@ -174,3 +174,35 @@ def test_hindsight_recall_refuses_a_removed_member_at_once(
     )
     assert (gone.status_code, gone.json()) == (missing.status_code, missing.json())
     assert gone.json() == {"results": []}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_payload_handed_out_again_skips_the_seen_write_until_the_session_moves_on(
+    alice_client: APIClient,
+) -> None:
+    """Outside a test's transaction (as in the server), an injection that this process already
+    marked for the session today writes nothing and sends no statement for it; a new record
+    in the session (a compaction is one) makes the next injection mark again."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    assert alice_client.post(SESSIONS, {"external_id": "s1"}, format="json").status_code == 201
+    memory = Memory.objects.get(public_id=add_memory(alice_client, "Redis runs on port 6380."))
+    params = {"profile": "default", "session_id": "s1"}
+    injection = "/api/v1/projects/alpha/injection/"
+    seen_table = RecallSeen._meta.db_table
+
+    def seen_statements() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert alice_client.get(injection, params).status_code == 200
+        return sum(seen_table in q["sql"] for q in captured.captured_queries)
+
+    assert seen_statements() == 1
+    assert RecallSeen.objects.filter(memory=memory, reason=RecallSeen.Reason.INJECTED).exists()
+    assert seen_statements() == 0  # the same payload, the same session, the same day
+    RecallSeen.objects.all().delete()
+    boundary = [{"type": "compact_boundary", "content": {"summary": "…", "keep": []}}]
+    response = alice_client.post(SESSIONS + "s1/records/", boundary, format="json")
+    assert response.status_code == 201, response.content
+    assert seen_statements() == 1
+    assert RecallSeen.objects.filter(memory=memory, reason=RecallSeen.Reason.INJECTED).exists()
