@@ -16,13 +16,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
-from memoryhub.core import rows
+from memoryhub.core import after_response, rows
 from memoryhub.embeddings import rescore
 from memoryhub.memories import text
 from memoryhub.memories.kinds import Scope
@@ -526,16 +527,13 @@ def load_memories(*, project_id: int, ids: list[int]) -> dict[int, Memory]:
 
 
 def _record_access(hits: list[Hit], session: AgentSession | None) -> None:
-    """Bookkeeping: hit counts, last access, and the session's seen set (an upsert, so a memory
-    seen again after a compaction counts as seen again). Without a session it is one UPDATE,
-    atomic on its own (no BEGIN/COMMIT round trips)."""
+    """Bookkeeping: hit counts and last access once the response is out (statistics nobody
+    waits for), and now the session's seen set (an upsert, so a memory seen again after a
+    compaction counts as seen again; the session's next recall must not see them again)."""
     ids = [hit.memory.pk for hit in hits]
     now = timezone.now()
-    if session is None:
-        memory_record_access(memory_ids=ids, at=now)
-        return
-    with transaction.atomic():
-        memory_record_access(memory_ids=ids, at=now)
+    after_response.defer(partial(memory_record_access, memory_ids=ids, at=now))
+    if session is not None:
         services.recall_seen_mark(
             session=session, memory_ids=ids, reason=RecallSeen.Reason.SEARCHED
         )
