@@ -159,7 +159,11 @@ def convention(sentence: str) -> tuple[str, int, str] | None:
         or (zh and _NORM_ZH.search(sentence))
         or _WORKFLOW_IMPERATIVE.match(sentence)
     )
-    if not (contrast or norm) or _TRANSIENT.search(sentence) or reports_problem(sentence):
+    # "…, otherwise we lose jobs on crash": a reason given for a norm is no problem report
+    head = re.split(r"\b(?:otherwise|or\s+else|so\s+that|because)\b|否则|不然|以免|免得", sentence)[
+        0
+    ]
+    if not (contrast or norm) or _TRANSIENT.search(sentence) or reports_problem(head):
         return None
     if re.match(r"^(?:never\s+mind|no\s+(?:worries|problem|need))\b", sentence, re.I):
         return None

@@ -410,8 +410,9 @@ _IS_NAMED_EN = re.compile(
 )
 # "It's a Laravel 11 app with Horizon", "It's Go 1.22, gRPC between services": what the project is.
 _ITS_A_EN = re.compile(
-    r"^it(?:'s|\s+is)\s+(?:a\s+|an\s+)?(?:[A-Z][\w.+#-]*\s+)+?"
-    r"(?:v?\d+(?:\.\d+)*\b|(?:app|application|project|service|codebase|repo|monorepo|site|stack)\b)"
+    r"^(?i:it)(?:'s|\s+is)\s+(?:a\s+|an\s+)?(?:[A-Z][\w.+#-]*\s+)+?"
+    r"(?:v?\d+(?:\.\d+)*\b|(?:app|application|project|service|codebase|repo|monorepo|monolith|site|"
+    r"stack|library|cli|game|platform|backend|frontend)\b)"
 )
 # "Random seeds are fixed through seed_everything(42)", "Datasets are versioned with DVC".
 _PASSIVE_THROUGH_EN = re.compile(
@@ -579,6 +580,7 @@ _STANDING_FORM = re.compile(
 # do my exploratory analysis in polars".
 _HABIT = re.compile(
     r"""\b(?:to|for)\s+me\b(?!\s+to\b) | ^(?:me\s+)?personally\b
+      | ^i'?m\s+(?:more\s+of\s+)?an?\s+[\w-]+\s+(?:person|guy|girl|fan|user)\b
       | ^i\s+(?:usually|mostly|generally|normally|tend\s+to|reason|think\s+in|live\s+in|do\s+my|
           debug|test|read|look\s+at|check|work)\b
       | \b(?:way|much|a\s+lot)\s+(?:better|easier|faster|nicer)\b
