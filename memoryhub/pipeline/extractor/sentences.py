@@ -1308,7 +1308,8 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 continue
             if (
                 previous is not None
-                and previous.kind == memory.kind == Kind.FEEDBACK.value
+                and previous.kind == memory.kind
+                and memory.kind in (Kind.FEEDBACK.value, Kind.RULE.value)
                 and previous.record_start == memory.record_start
             ):
                 # "Skip the play-by-play. Just show me the diff at the end.": how to answer the
