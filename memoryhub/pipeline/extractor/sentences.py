@@ -828,7 +828,14 @@ def _classify(
     # "This bit us before: …", "got bitten by…", "这个坑…": a pitfall the team learned (its
     # story may sound like a report: "…called .save() in a loop")
     if _LESSON_MARK.search(s):
-        if _substance(_LESSON_MARK.sub(" ", s)):
+        rest = re.sub(
+            r"\b(?:first|second|third|fourth|fifth|\w+th|times?|again|once|twice|before|already|"
+            r"now|ugh|yet|that'?s|this|it)\b",
+            " ",
+            _LESSON_MARK.sub(" ", s),
+            flags=re.IGNORECASE,
+        )
+        if _substance(rest):
             return draft(Kind.LESSON.value, "lesson", 3)
         # "Third time that's bitten us.": the pitfall is the sentence before (user_memories)
         return draft(Kind.LESSON.value, "lesson_tail", 3)
@@ -1163,11 +1170,7 @@ def _topic_terms(text: str) -> set[str]:
 
 def _shared_topic(a: str, b: str) -> bool:
     """Do two sentences name the same thing (an identifier, a product or a path)?"""
-    first = re.match(r"\W*(\w+)", b)
-    shared = _topic_terms(a) & _topic_terms(b)
-    if first and not CJK.search(b):  # "The …" opening a sentence is no name
-        shared.discard(first.group(1).lower().rstrip("s"))
-    return bool(shared)
+    return bool(_topic_terms(a) & _topic_terms(b))
 
 
 def _leads_in(clause: str) -> bool:
@@ -1298,7 +1301,15 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
             if (
                 previous is not None
                 and previous.record_start == memory.record_start
-                and _same_scope(previous, memory)
+                and (
+                    _same_scope(previous, memory)
+                    # "When you change a prefab, name it in your reply. Prefab YAML diffs are
+                    # unreadable and I re-check each one": the speaker's reason for it
+                    or (
+                        previous.kind in (Kind.FEEDBACK.value, Kind.USER.value)
+                        and re.search(r"(?<!\w)I(?!\w)|\bme\b|我(?!们)", memory.content)
+                    )
+                )
                 and memory.kind != Kind.REFERENCE.value
                 and _shared_topic(previous.content, memory.content)
             ):
