@@ -113,6 +113,12 @@ def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
                 statement.kind, statement.subcategory = Kind.PROJECT.value, Subcategory.OPS.value
         if not stating:
             commands.append(memory)
-    drafts = said + commands + lesson_memories(expanded, runs)
+    lessons = lesson_memories(expanded, runs)
+    # The speaker's explanation of a failure that a lesson already quotes ("本地跑 ./mvnw verify 会起
+    # Testcontainers，得先把 Docker 开着") is that lesson, not a second memory.
+    quoted = [
+        d for d in said if any(d.content.rstrip("。.") in lesson.content for lesson in lessons)
+    ]
+    drafts = [d for d in said if d not in quoted] + commands + lessons
     drafts.sort(key=lambda d: (d.record_start, d.record_end))
     return finalise(drafts)

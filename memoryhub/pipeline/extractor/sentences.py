@@ -599,7 +599,9 @@ def speaker_habit(sentence: str) -> bool:
             sentence,
             re.I,
         )
-        and not re.search(r"\b(?:you|your)\b|你", sentence, re.I)
+        # the taste comes first: "polars reads a lot easier to me…, so any analysis you do for
+        # me, polars please" is still the speaker's taste
+        and not re.search(r"\b(?:you|your)\b|你", re.split(r",\s*so\b|，所以", sentence)[0], re.I)
         and not one_off(sentence)
         and not _TRANSIENT_EN.search(sentence)
         and not _TRANSIENT_ZH.search(sentence)
