@@ -114,8 +114,8 @@ def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
         if not stating:
             commands.append(memory)
     lessons = lesson_memories(expanded, runs)
-    # The speaker's explanation of a failure that a lesson already quotes ("本地跑 ./mvnw verify 会起
-    # Testcontainers，得先把 Docker 开着") is that lesson, not a second memory.
+    # The speaker's explanation of a failure that a lesson already quotes ("本地跑 ./mvnw verify
+    # 会起 Testcontainers，得先把 Docker 开着") is that lesson, not a second memory.
     quoted = [
         d for d in said if any(d.content.rstrip("。.") in lesson.content for lesson in lessons)
     ]
