@@ -209,6 +209,8 @@ _DESCRIBES_SYSTEM = re.compile(
       | ^(?:the\s+|our\s+|all\s+)?(?:everything\s+)?(?:[\w/+.-]+\s+){0,4}?(?:is|are)\s+
         (?:all\s+|still\s+|entirely\s+|mostly\s+|100\s?%\s+|just\s+)*
         (?:on\s+|built\s+(?:on|with)\s+)?(?:a\s+|an\s+)?(?-i:[A-Z]|v?\d)
+      # "GHC 9.6 via ghcup", "go 1.22 across the whole monorepo": a tool and its version
+      | ^(?-i:[A-Za-z][\w.+-]*)\s+v?\d+(?:\.\d+)+\b(?!\s*(?:ms|s|%|mb|gb))
       | ^(?:the\s+|our\s+)?(?:[\w/+.-]+\s+){0,3}?(?:is|are)\s+(?:split|organi[sz]ed|grouped|
         partitioned|sharded|laid\s+out|structured|divided|arranged)\s+(?:per|by|into|across)\b""",
     re.VERBOSE | re.IGNORECASE,

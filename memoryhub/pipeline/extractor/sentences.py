@@ -91,6 +91,7 @@ from memoryhub.pipeline.extractor.records import SourceRecord, clean_user_text, 
 from memoryhub.pipeline.extractor.scope import (
     CODE_WORDS_ZH,
     IDENTIFIER,
+    describes_system,
     fact_subcategory,
     preference_kind,
     prohibition_kind,
@@ -1346,6 +1347,10 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 # memory of its own, belongs to this one (one sentence, one memory)
                 head = _strip_fillers(before).rstrip(",，")
                 head = head[:1].upper() + head[1:]
+                if memory.kind == Kind.RULE.value and describes_system(head):
+                    # "go 1.22 across the whole monorepo, don't pull in anything that needs
+                    # 1.23": what the project is on, and what follows from it
+                    memory.kind, memory.subcategory = Kind.PROJECT.value, fact_subcategory(head)
                 if CJK.search(before):
                     memory.content = head + "，" + memory.content
                 else:
