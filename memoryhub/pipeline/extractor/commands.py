@@ -409,6 +409,8 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
         if low_sub == "up":
             return key, "services"
         return key, None
+    if low == "composer" and low_sub == "run" and args[1:2]:  # a script, like `npm run lint`
+        return f"composer run {args[1]}", _script_category(args[1])
     if low in ("pip", "pip3", "pipenv", "poetry", "uv", "bundle", "composer", "conda"):
         flags = set(args)
         if low_sub in ("sync", "lock") or (low_sub == "install" and not positional):
@@ -432,6 +434,10 @@ def _classify_words(words: list[str]) -> tuple[str, str | None]:
         for word in (w for w in words_after if w in _TASK_WORDS):
             category = _TASK_WORDS[word]
             break
+    if category is None and any(
+        re.fullmatch(r"--?(?:run)?tests?", a, re.IGNORECASE) for a in args
+    ):  # `Unity.exe -batchmode -runTests …`: the flag says what it does
+        category = "test"
     return key, category
 
 

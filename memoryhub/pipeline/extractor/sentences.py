@@ -79,6 +79,7 @@ from dataclasses import replace
 
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Kind, Subcategory
 from memoryhub.memories.text import STOPWORDS
+from memoryhub.pipeline.extractor.commands import command_units
 from memoryhub.pipeline.extractor.conventions import convention, reports_problem
 from memoryhub.pipeline.extractor.keywords import (
     CJK,
@@ -610,6 +611,29 @@ def speaker_habit(sentence: str) -> bool:
     )
 
 
+_COMMAND_IN_TEXT = re.compile(
+    r"`([^`]{3,160})`|[:：]\s*(\S[^。；;]{3,160}?)\s*$|(?:就|跑|用)\s*([a-z][\w./-]*(?:\s+[\w./=*-]+){1,4})"
+)
+# When or how the command is the team's way: CI, "before/after", "like this", "invocation"
+_HOW_WE_RUN = re.compile(
+    r"\b(?:ci|like\s+this|the\s+same|invocation|how\s+(?:you|we)|before\s+(?:you|pushing|merging|"
+    r"committing|a\s+release)|after\s+(?:you|changing|any)|always|every\s+time)\b"
+    r"|改完|之前|之后|提交前|上线前|过了再|每次",
+    re.IGNORECASE,
+)
+
+
+def states_a_command(sentence: str) -> bool:
+    """Does `sentence` say how the team runs a build, test, lint or deploy, with the command?"""
+    if not _HOW_WE_RUN.search(sentence) or one_off(sentence) or _is_question(sentence):
+        return False
+    for match in _COMMAND_IN_TEXT.finditer(sentence):
+        command = next(g for g in match.groups() if g)
+        if command_units(command.strip().rstrip(".")):
+            return True
+    return False
+
+
 def directs_the_assistant(sentence: str) -> bool:
     """Is `sentence` a standing instruction on how the assistant works with the speaker?"""
     return bool(
@@ -898,6 +922,11 @@ def _classify(
     # the speaker's own way of working, said without "I prefer"
     if speaker_habit(s):
         return draft(Kind.USER.value, "preference", 2)
+
+    # how the team runs a thing, said with the command line ("CI runs them like this: …",
+    # "that's the test invocation: cabal test all …", "改完就 composer run lint")
+    if states_a_command(s):
+        return draft(Kind.PROJECT.value, "command", 2, Subcategory.OPS.value)
 
     # how the assistant reports to the speaker, said without a trigger word
     if directs_the_assistant(s):

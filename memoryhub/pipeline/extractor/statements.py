@@ -458,6 +458,8 @@ def particular(sentence: str) -> bool:
         # "保留期 14 天是合规定的，脚本里这个值别自己改": 这个 after the first clause points back
         # inside the sentence, not at the task
         sentence = re.split(r"[，,；;]", sentence, maxsplit=1)[0]
+        # "lr、warmup 这些超参": 这些 after a list names the kind of thing listed
+        sentence = re.sub(r"(、[^，。、]{1,20}?\s*)(?:这些|那些)", r"\1", sentence)
     return bool(_PARTICULAR.search(_repo_here(sentence)))
 
 
