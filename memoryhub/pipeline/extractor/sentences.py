@@ -388,7 +388,7 @@ _FACT_ZH = re.compile(
     r"|我们的[^，。,；;？?]{1,12}?(?:是|都是|在|用|放在|跑在|部署在|都部署在|都跑在)"
     r"|项目是[^，。,；;？?]{1,24}?(?:写的|开发的|做的|搭的|构建的)"
     r"|我们(?:这边|项目|前端|后端|服务端|客户端)?(?:是|用的是)\s*[A-Za-z]"
-    r"|项目是\s*[A-Za-z]|^(?!这|那|它|我(?!们)|你)[^，。,；;？?\s]{1,10}是\s*[A-Z][A-Za-z]"
+    r"|项目是\s*[A-Za-z]|^(?!这|那|它|我(?!们)|你)[^，。,；;？?\s]{1,10}是\s*(?:[A-Z][A-Za-z]|[a-z][\w.]*-\d)"
 )
 _LOCATION_ZH = re.compile(
     rf"^(?!.*(?:问题|错误|报错|异常|bug)\S{{0,3}}在)\S{{1,20}}?(?:在|放在|位于|放到?|存到?|存放在)\s*`?{_PATH}`?\s*"
@@ -595,7 +595,11 @@ def speaker_habit(sentence: str) -> bool:
     """Is `sentence` the speaker's own taste or habit with a named tool (user scope)?"""
     return bool(
         _HABIT.search(sentence)
-        and re.search(r"[A-Za-z][\w.+-]{1,}", sentence)  # names a tool
+        # names a tool, or says so in Chinese habit words ("性能我自己一般在真机上测")
+        and (
+            re.search(r"[A-Za-z][\w.+-]{1,}", sentence)
+            or re.search(r"我(?:自己)?(?:一般|通常|平时|习惯)", sentence)
+        )
         and not re.search(
             r"\b(?:we|we're|our|us|team|everyone|nobody|none\s+of\s+us)\b|我们|大家|团队",
             sentence,
@@ -973,6 +977,9 @@ def _classify(
             body = s
         if _MY_OWN.match(body):  # "My editor is Neovim": the speaker's own setup
             return draft(Kind.USER.value, "fact", 2, content=body)
+        if re.search(r"\bconventions?\b|规范|约定|规定", body, re.IGNORECASE):
+            # "commit title 我们的 convention 是 conventional commits": a convention is a rule
+            return draft(Kind.RULE.value, "fact", 2, content=body)
         return draft(Kind.PROJECT.value, "fact", 2, fact_subcategory(body), body)
 
     # a convention stated without a trigger word
