@@ -627,6 +627,14 @@ _HOW_WE_RUN = re.compile(
 )
 
 
+_STANDING_ASK = re.compile(
+    r"""^(?:please\s+)?(?:could|can|would)\s+you\b[^?]*\b(?:as\s+you\s+go|from\s+now\s+on|going\s+forward|
+          in\s+(?:the\s+)?future|every\s+time|each\s+time|whenever)\b
+      | ^(?:以后|今后|往后)[^？?]{2,40}?(?:能不能|可不可以|可以吗|好吗|行吗)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
 def states_a_command(sentence: str) -> bool:
     """Does `sentence` say how the team runs a build, test, lint or deploy, with the command?"""
     if not _HOW_WE_RUN.search(sentence) or one_off(sentence) or _is_question(sentence):
@@ -827,6 +835,17 @@ def _classify(
     """The memory one user sentence holds, or None. Rules in priority order; the statement
     model last, unless `statements` is False (the trigger rules alone, for fitting it)."""
     s = _strip_fillers(sentence)
+    if s and _STANDING_ASK.search(s) and _substance(s) and not _HEDGE.search(s):
+        # "Could you explain the migration stuff in plain words as you go?": asked as a
+        # question, meant for the whole collaboration
+        return Draft(
+            kind=Kind.FEEDBACK.value,
+            content=_finish(s),
+            importance=2,
+            record_start=record_index,
+            record_end=record_index,
+            rule="feedback",
+        )
     if not s or _is_question(s) or _HEDGE.search(s) or _CONDITIONAL_START.match(s):
         return None
     if len(s) > MAX_CONTENT_CHARS * 2:  # a pasted log or document, not a statement
