@@ -213,6 +213,8 @@ _PROHIBIT_EN = re.compile(
       | stop\s+\w+ing\b
       | avoid\s+\w
       | (?:you|we)\s+(?:must|should|shall)\s*(?:not|never)\b
+      | we\s+(?:don'?t|do\s+not|never)\s+(?:do|use|allow|accept|merge|ship|write|put|add|touch|
+            commit|push|run|call|import)\b
       | (?:you|we)\s+(?:must|should)n'?t\b
       | under\s+no\s+circumstances\b
       | no\s+more\s+\w
@@ -1271,7 +1273,9 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
         if correction is not None:
             drafts.append(correction)
         cursor = 0
-        previous: Draft | None = None
+        # a correction's body can go on in the sentences after it ("Please you do not edit .unity
+        # scene files. Only Marta touches the scenes.")
+        previous: Draft | None = correction
         previous_sentence = ""
         lesson: Draft | None = None
         norm: Draft | None = None  # the last rule or project memory of this message
@@ -1358,7 +1362,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 continue
             if (
                 previous is not None
-                and previous.record_start == memory.record_start
+                and previous.record_end == memory.record_end
                 and (
                     _same_scope(previous, memory)
                     # "When you change a prefab, name it in your reply. Prefab YAML diffs are
@@ -1379,7 +1383,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 previous is not None
                 and previous.kind == memory.kind
                 and memory.kind in (Kind.FEEDBACK.value, Kind.RULE.value)
-                and previous.record_start == memory.record_start
+                and previous.record_end == memory.record_end
             ):
                 # "Skip the play-by-play. Just show me the diff at the end.": how to answer the
                 # speaker, said in two sentences, is one instruction
