@@ -587,7 +587,8 @@ _HABIT = re.compile(
       | ^i'?m\s+(?:more\s+of\s+)?an?\s+[\w-]+\s+(?:person|guy|girl|fan|user)\b
       | ^i\s+(?:usually|mostly|generally|normally|tend\s+to|reason|think\s+in|live\s+in|do\s+my|
           debug|test|read|look\s+at|check|work)\b
-      | \b(?:way|much|a\s+lot)\s+(?:better|easier|faster|nicer)\b
+      | \b(?:way|much|a\s+lot)\s+(?:better|easier|faster|nicer)\b(?=.*\b(?:i|me|my)\b|^(?:i|my)\b)
+      | ^(?:i|my)\b.*\b(?:way|much|a\s+lot)\s+(?:better|easier|faster|nicer)\b
       | 我(?:一般|通常|平时|基本|习惯|更喜欢|比较|自己(?:一般|主要|平时)?)(?!们) | 对我来说""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -895,7 +896,18 @@ def _classify(
     # where the team keeps a kind of record ("Bugs for this go on the Trello board 'QA'": the
     # board outlives the task)
     place = record_place(s)
-    if place is not None and _substance(s):
+    if (
+        place is not None
+        and _substance(s)
+        # ("Bugs go on the MOB board", "线上 crash 去 Crashlytics 看": a problem word is what the
+        # records are about, so no report veto here) "帮我看一下 Sentry 上的报错", "can you check the dashboard": a request, not a pointer
+        and not re.match(
+            r"^(?:please\s+)?(?:can|could|would)\s+you\b|^(?:帮我|帮忙|麻烦|请帮|给我)|"
+            r"^(?:please\s+)?(?:check|look|open|see)\b",
+            s,
+            re.IGNORECASE,
+        )
+    ):
         result = draft(Kind.REFERENCE.value, "reference", 2)
         result.title = f"Reference: {_reference_target(s) or place}"
         return result
