@@ -899,8 +899,8 @@ def _classify(
     if (
         place is not None
         and _substance(s)
-        # ("Bugs go on the MOB board", "线上 crash 去 Crashlytics 看": a problem word is what the
-        # records are about, so no report veto here) "帮我看一下 Sentry 上的报错", "can you check the dashboard": a request, not a pointer
+        # "帮我看一下 Sentry 上的报错", "can you check the dashboard": a request, not a pointer
+        # (a problem word is no veto: "线上 crash 去 Crashlytics 看" is what the records are about)
         and not re.match(
             r"^(?:please\s+)?(?:can|could|would)\s+you\b|^(?:帮我|帮忙|麻烦|请帮|给我)|"
             r"^(?:please\s+)?(?:check|look|open|see)\b",
