@@ -46,7 +46,9 @@ _NORM_EN = re.compile(
     r"(?:is|are)\s+(?:read|written|sent|done|handled|made|passed)\s+(?:through|via|as)|"
     r"only\s+(?:in|on|for|through|from|via|with|at|by|after|before|when|rename|use|run|inside|"
     r"within))\b"
-    r"|^(?:the\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+gets?\s+(?:a|an)\b|^(?:the\s+)?[A-Z]+\s+gets\s+(?:a|an)\b",
+    r"|^(?:the\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+gets?\s+(?:a|an)\b|^(?:the\s+)?[A-Z]+\s+gets\s+(?:a|an)\b"
+    # "Public functions need docstrings": what every thing of a kind must have
+    r"|^(?:all\s+|new\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+(?:need|require)\s+(?!(?:a|an|the|to|some|more|this|that|it)\b)\w",
     re.IGNORECASE,
 )
 _STRONG_EN = re.compile(r"\b(?:always|never|must|mustn'?t|exclusively)\b", re.IGNORECASE)
@@ -114,8 +116,9 @@ _REPLY_STYLE = re.compile(
     r"(?:answers|replies|responses|messages)\b"
     r"|^(?:(?:when|if)\s+(?:unsure|in\s+doubt)\s*,\s*)?(?:always\s+)?ask\s+(?:me\s+)?(?:first\s+)?"
     r"before\b"
-    r"|^(?:回复|回答)(?:我)?(?:的时候)?(?:请)?(?:尽量)?(?:简短|简洁|精简|短一点|用中文|用英文)"
-    r"|^(?:回复|回答)[^，。]{0,6}?(?:别|不要|只)",
+    r"|^(?:以后|今后|下次|往后)?(?:回复|回答)(?:我)?(?:的时候)?(?:请)?(?:尽量)?"
+    r"(?:简短|简洁|精简|短一点|用中文|用英文)"
+    r"|^(?:以后|今后|下次|往后)?(?:回复|回答)[^，。]{0,6}?(?:别|不要|只)",
     re.IGNORECASE,
 )
 # Workflow verbs whose bare use states how the team works ("Squash-merge, with the ticket id in
