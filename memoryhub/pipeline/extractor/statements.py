@@ -355,6 +355,11 @@ _ONE_OFF = re.compile(
           \s*(?:for\s+me|now|please)?\s*[.!]?$
       # "I need a 'Void invoice' admin action", "we need an endpoint for…": the task asked for
       | ^(?:i|we)\s+(?:need|want|would\s+like|'d\s+like)\s+(?:a|an|some|the\s+new)\b
+      # "Users need a way to export CSV", 财务那边要一张…表: someone asking for a feature
+      | ^(?:the\s+|our\s+)?(?:[\w-]+\s+){0,2}?(?:users?|customers?|clients?|admins?|people|finance|
+          ops|product|design|marketing|sales|support|team)\s+(?:needs?|wants?|asked\s+for|would\s+like)\s+
+          (?:a|an|some|to|the\s+ability)\b
+      | ^[^，。]{1,12}?(?:那边|他们|用户|客户)(?:要|想要|需要)(?:一个|一张|一份|个)
       | \bkeeps\s+\w+ing\b | \bran\s+out\b | \bunder\s+(?:load|pressure)\b
       | \b(?:returns?|throws?|raises?|gets?|hits?|shows?)\s+(?:a\s+|an\s+)?\w*
             (?:Error|Exception|Exceeded|Timeout|Failure)\b
