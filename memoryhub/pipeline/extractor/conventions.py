@@ -118,7 +118,9 @@ _REPLY_STYLE = re.compile(
     r"before\b"
     r"|^(?:以后|今后|下次|往后)?(?:回复|回答)(?:我)?(?:的时候)?(?:请)?(?:尽量)?"
     r"(?:简短|简洁|精简|短一点|用中文|用英文)"
-    r"|^(?:以后|今后|下次|往后)?(?:回复|回答)[^，。]{0,6}?(?:别|不要|只)",
+    r"|^(?:以后|今后|下次|往后)?(?:回复|回答)[^，。]{0,6}?(?:别|不要|只)"
+    # "回答的时候先给结论再讲原因": how to answer, whatever the instruction
+    r"|^(?:以后|今后|下次|往后)?(?:回复|回答|解释|汇报)(?:我)?(?:的时候|时)[^，。？?]{2,30}",
     re.IGNORECASE,
 )
 # Workflow verbs whose bare use states how the team works ("Squash-merge, with the ticket id in

@@ -263,6 +263,7 @@ _PREF_EN = re.compile(
       | i'?m\s+(?:not\s+)?(?:a\s+(?:big\s+|huge\s+)?fan\s+of)\b
       | i'?d\s+(?:go\s+with|pick|choose|stick\s+with|appreciate\s+it\s+if)\b
       | i'?m\s+used\s+to\b
+      | (?:the\s+team|we(?:\s+all)?)\s+(?:strongly\s+|generally\s+)?(?:prefers?|favou?rs?)\b
       | (?:please\s+)?(?:always|from\s+now\s+on|going\s+forward|moving\s+forward|henceforth|
             by\s+default)\b
       | (?:please\s+)?make\s+sure\s+(?:to\s+|you\s+)?always\b
@@ -548,6 +549,7 @@ _ASSISTANT_ROLE = re.compile(
       | ^(?:just\s+)?(?:give|show|tell|send)\s+me\b[^.;]*[,;]\s*(?:and\s+)?(?:no|not|without)\s+\w+
       | 你自己|别自己|不要自己|自己(?:动|改|跑|调)|跟我说|一大段|长篇大论|我来(?:跑|做|改|合)
       | 交给我|留给我
+      | \bdon'?t\s+bother\s+(?:explaining|with\s+(?:the\s+)?(?:basics|explanations?|summar))
       # "you don't need to paste … back to me", "…不用一步步复述给我": how to report to the speaker
       | \b(?:you\s+don'?t\s+need\s+to|no\s+need\s+to|there'?s\s+no\s+need\s+to)\b[^.;]*\b(?:me|my)\b
       | \bback\s+to\s+me\b
@@ -683,7 +685,7 @@ _RECORD_TOOL = (
     r"Linear|Jira|Confluence|Notion|Trello|Asana|YouTrack|ClickUp|Basecamp|Airtable|Coda|"
     r"Google\s+(?:Docs?|Drive|Sheets?)|SharePoint|Dropbox|MLflow|W&B|Weights\s+&\s+Biases|"
     r"Postmark|PagerDuty|Opsgenie|Backstage|GitBook|Slack|wandb|Figma|Cachix|Crashlytics|Sentry|"
-    r"Datadog|Grafana|Kibana|禅道|"
+    r"Datadog|Grafana|Kibana|Zeplin|禅道|蓝湖|墨刀|"
     r"GitHub\s+(?:Discussions|Projects|wiki)|飞书|语雀|钉钉|企业微信|腾讯文档|石墨"
 )
 _RECORD_NOUN = (

@@ -361,6 +361,7 @@ _ONE_OFF = re.compile(
           (?:a|an|some|to|the\s+ability)\b
       | ^[^，。]{1,12}?(?:那边|他们|用户|客户)(?:要|想要|需要)(?:一个|一张|一份|个)
       | \bkeeps\s+\w+ing\b | \bran\s+out\b | \bunder\s+(?:load|pressure)\b
+      | \b(?:urgent|urgently|asap|a\s+blocker)\b | 很急|着急|加急
       | \b(?:returns?|throws?|raises?|gets?|hits?|shows?)\s+(?:a\s+|an\s+)?\w*
             (?:Error|Exception|Exceeded|Timeout|Failure)\b
       | 又(?:出现|挂|报|崩|慢|超时|失败|卡)
@@ -387,7 +388,8 @@ _ABOUT_ME = re.compile(r"^(?:i|i'm|i'd|my)\b|^我(?!们)", re.IGNORECASE)
 # A reference to something of this task ("the new flag", "here", "this endpoint", "这个 PR"),
 # not to a kind of thing: the repository, project, codebase or team are the exception.
 _PARTICULAR = re.compile(
-    r"""\b(?:the\s+(?:new|old|above|following|remaining)|here|above|for\s+a\s+while|
+    r"""\b(?:the\s+(?:new|old|above|following|remaining|customer|client|reporter)|here|above|
+        for\s+a\s+while|
         (?:this|that|these|those)\s+(?!(?:repo|repository|project|codebase|code\s*base|team|
             company|monorepo|app|service|way|kind|sort|is|are|was|were|will|would|should|can|
             in|into|on|to|for|with|at|by|from|of|and|or|but|means?|needs?|one\s+is)\b)[a-z]\w*)\b
@@ -465,7 +467,13 @@ def particular(sentence: str) -> bool:
         sentence = re.split(r"[，,；;]", sentence, maxsplit=1)[0]
         # "lr、warmup 这些超参": 这些 after a list names the kind of thing listed
         sentence = re.sub(r"(、[^，。、]{1,20}?\s*)(?:这些|那些)", r"\1", sentence)
-    return bool(_PARTICULAR.search(_repo_here(sentence)))
+    return bool(_PARTICULAR.search(_relative_that(_repo_here(sentence))))
+
+
+def _relative_that(sentence: str) -> str:
+    """`sentence` without a relative "that" ("Anything that touches payments", "code that
+    calls the DB"): "that" before a verb is no pointer at a thing of the task."""
+    return re.sub(r"\bthat\s+(?=\w+(?<!ss)s\b)", "", sentence, flags=re.IGNORECASE)
 
 
 def _repo_here(sentence: str) -> str:
