@@ -104,7 +104,13 @@ _FIRST_PERSON_TASTE = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 # "I'd appreciate it if you didn't reformat…": the speaker asking the assistant to work a way.
-_ASKS_YOU = re.compile(r"^i'?d\s+(?:appreciate\s+it|like\s+it|prefer\s+it)\s+if\s+you\b", re.I)
+_ASKS_YOU = re.compile(
+    r"^i'?d\s+(?:appreciate\s+it|like\s+it|prefer\s+it)\s+if\s+you\b"
+    # "I'd rather you didn't touch X": what the assistant may do ("…you keep functions short" is
+    # the speaker's taste in code)
+    r"|^i'?d\s+(?:much\s+)?(?:rather|prefer)\s+(?:that\s+)?you\s+(?:didn'?t|don'?t|not|never|ask|check)\b",
+    re.I,
+)
 # Taste that is about working with the speaker ("I prefer you ask me first") is feedback.
 _ASKS_ME = re.compile(
     r"\b(?:ask(?:ing)?\s+me|check\s+with\s+me|confirm\s+with\s+me|tell\s+me|you)\b|问我|跟我确认|和我确认",
@@ -177,6 +183,8 @@ def preference_kind(text: str) -> str:
     repository); rule for the team's conventions; user otherwise."""
     if _FIRST_PERSON_TASTE.match(text) and not _ASKS_ME.search(text):
         return Kind.RULE.value if PROJECT_SCOPE.search(text) else Kind.USER.value
+    if _ASKS_YOU.match(text):
+        return Kind.FEEDBACK.value
     if is_interaction(text) or _ASKS_YOU.match(text):
         return Kind.FEEDBACK.value
     if PROJECT_SCOPE.search(text):
