@@ -436,3 +436,135 @@ def test_a_bare_clause_and_a_fact_after_a_rule_join_the_memory_before_them() -> 
         "Admin classes only search indexed columns; free-text search belongs in the search view."
     )
     assert rule.kind == "rule" and "Free-text search" in rule.content
+
+
+# --- issue 14 round 3: classes from the independent writers' sessions ------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            "On anything billing: we use Linear for the backlog, it's all under the BILL team.",
+            "Linear",
+        ),
+        ("The storage runbooks are in the ops wiki under Infra/Storage/Runbooks.", "wiki"),
+        ("Bugs for this go on the Trello board 'Lanternfall QA'.", "Trello"),
+        ("指标口径以飞书上那份《财务指标字典》为准，先去那里查。", "飞书"),
+        ("每次 offline eval 的结果都记在 MLflow 的 ranker-eval experiment 里。", "MLflow"),
+    ],
+)
+def test_a_place_where_records_live_is_a_reference(text: str, needle: str) -> None:
+    memory = _only(text)
+    assert memory.kind == "reference"
+    assert needle in memory.title
+
+
+def test_a_record_place_clause_after_a_statement_is_a_reference_of_its_own() -> None:
+    memories = _after_task(
+        "pluginval at strictness 5 is our bar before a release, and the results go on the "
+        "'Host Matrix' page in the wiki."
+    )
+    assert [m.kind for m in memories][-1] == "reference"
+    assert "Host Matrix" in memories[-1].content and "pluginval" not in memories[-1].content
+    # a request to look somewhere is no pointer
+    assert _after_task("Can you check the Grafana dashboard for the orders service?") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Everything UI in huddle is LiveView; there is no separate JS frontend to touch.",
+        "It's all Jetpack Compose, there are no XML layouts left.",
+        "The monolith is still on Django 4.2 LTS, so nothing from 5.x.",
+        "The inventories are split per site, each with its own group_vars.",
+        "实车是 robot-03，ssh 要从 bastion.lab 跳过去。",
+    ],
+)
+def test_what_the_system_is_is_project_knowledge_not_a_rule(text: str) -> None:
+    assert _only(text).kind == "project"
+
+
+def test_an_incident_told_with_its_norm_is_one_lesson() -> None:
+    (memory,) = _after_task(
+        "Lock updates always go in their own PR. In the spring we mixed one into a feature "
+        "branch and bisecting a regression afterwards was miserable."
+    )
+    assert memory.kind == "lesson" and "bisecting" in memory.content
+    (zh,) = _after_task(
+        "拼 SQL 的地方一律用 $wpdb->prepare，去年就是有个查询直接拼了参数，被人注入过一次。"
+    )
+    assert zh.kind == "lesson"
+    # a story on its own says no norm
+    assert (
+        _after_task("之前有人删字段以后把 3 号又拿去给新字段用了，老客户端解析出来全是错的数据。")
+        == []
+    )
+
+
+def test_the_sessions_opening_sentence_is_the_task() -> None:
+    opening = [{"type": "user", "content": "I need a 'Void invoice' admin action on invoices."}]
+    assert extract(source_records(opening)) == []
+    assert _after_task("Users need a way to export CSV.") == []
+    assert _after_task("财务那边要一张按月汇总的退款表。") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Skip the play-by-play. Just show me the diff at the end.",
+        "You don't need to paste the whole test output back to me, a one-line pass/fail is plenty.",
+        "When you change a prefab, name it in your reply.",
+        "以后改动涉及三个以上文件的时候，先给我列个计划，我点头了再动手。",
+        "Could you explain the migration stuff in plain words as you go?",
+        "回答的时候先给结论再讲原因。",
+    ],
+)
+def test_a_standing_instruction_on_how_to_report_is_one_feedback(text: str) -> None:
+    (memory,) = _after_task(text)
+    assert memory.kind == "feedback"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("I reason about StateFlow way better than LiveData.", "user"),
+        ("曲线我一般在 TensorBoard 里看，MLflow 的页面我基本不打开。", "user"),
+        ("Personally I don't ship a migration without a test in this repo, none of us do.", "rule"),
+    ],
+)
+def test_the_speakers_habit_is_theirs_and_a_shared_norm_the_teams(text: str, kind: str) -> None:
+    assert _only(text).kind == kind
+
+
+def test_a_command_the_speaker_states_is_one_memory_and_narrow_runs_are_not_kept() -> None:
+    memories = _after_task(
+        "Run make lint before you push anything.", commands=(("make lint", "All checks passed"),)
+    )
+    assert [(m.kind, m.rule) for m in memories] == [("project", "convention")]
+    stated = _only("For the tests, CI runs them like this: `pytest -q tests/unit`")
+    assert (stated.kind, stated.rule) == ("project", "command")
+    narrow = _after_task(
+        "Ship it.",
+        commands=(("bundle exec rspec spec/jobs/digest_job_spec.rb", "3 examples, 0 failures"),),
+    )
+    assert narrow == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Looks good, merge it.",
+        "The test is still failing with the same error.",
+        "Change the timeout to 30s for now.",
+        "The customer is on the enterprise plan, so this is urgent.",
+        "I'm out thu/fri btw so this needs to land before thursday.",
+        "fwiw I already bounced staging by hand this morning.",
+        "Run `tflint && kubectl rollout restart deploy/api`.",
+        "测试还是挂了，同样的错误。",
+        "跑一下 ./mvnw spotless:apply && git push origin hotfix/dup-credit",
+        "我下午再看。",
+    ],
+)
+def test_remarks_about_the_moment_are_no_memories(text: str) -> None:
+    assert _after_task(text) == []

@@ -646,7 +646,7 @@ def states_a_command(sentence: str) -> bool:
         return False
     for match in _COMMAND_IN_TEXT.finditer(sentence):
         command = next(g for g in match.groups() if g)
-        if command_units(command.strip().rstrip(".")):
+        if command_units(command.strip().rstrip(".").strip("`")):
             return True
     return False
 
