@@ -43,7 +43,9 @@ INTERACTION = re.compile(
       | 擅自|自作主张|未经|废话
       | \b(?:yourself|my\s+job|not\s+yours|hand\s+me|at\s+me)\b | 你自己|别自己|一大段
       | (?:别|不要|不用)给我|贴(?:给我|整段|一大段)
-      | \bon\s+my\s+behalf\b | 结论(?:放|写)(?:在)?前面|先(?:说|给)结论""",
+      | \bon\s+my\s+behalf\b | 结论(?:放|写)(?:在)?前面|先(?:说|给)结论
+      | \bi'?d\s+(?:also\s+|really\s+)?like\s+you\s+to\b
+      | \bi\s+(?:want|need)\s+you\s+to\s+(?:always|ask|check)\b""",
     re.VERBOSE | re.IGNORECASE,
 )
 CODE_WORDS = re.compile(

@@ -438,7 +438,8 @@ _SOURCE_ZH = re.compile(
 _REMEMBER = re.compile(
     r"^(?:please\s+)?(?:remember|keep\s+in\s+mind|note|for\s+the\s+record|important|"
     r"worth\s+knowing)\s*(?:that\b|:|,|-|—|–)\s*"
-    r"|^(?:fwiw|for\s+what\s+it'?s\s+worth|for\s+context|just\s+so\s+you\s+know|heads[\s-]up)"
+    r"|^(?:fwiw|for\s+what\s+it'?s\s+worth|for\s+context|for\s+future\s+reference|"
+    r"just\s+so\s+you\s+know|heads[\s-]up)"
     r"\s*(?:that\b|:|,|-|—|–|\s)\s*"
     r"|^(?:请)?(?:记住|记一下|注意)\s*[:：，,]?\s*",
     re.IGNORECASE,
@@ -567,7 +568,8 @@ _TO_ME = re.compile(
       | \bin\s+your\s+(?:reply|replies|answers?|responses?|summary)\b | \bunless\s+i\s+ask\b
       | \bskip\s+the\s+(?:play-by-play|explanations?|recap|summary|preamble|intro|walkthrough|
           essay|narration)\b
-      | \b(?:explain|spell\s+out)\b[^.]*\b(?:as\s+you\s+go|plain\s+words|simple\s+words|first)\b
+      | \b(?:explain|spell\s+out)\b[^.]*\b(?:as\s+you\s+go|plain\s+words|simple\s+words|first|
+          when\s+(?:they|it|those)\s+comes?\s+up)\b
       | (?:告诉|问|给|跟|和|让)我 | 我点头 | 直接说 | 不用客气 | 铺垫""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -575,6 +577,7 @@ _STANDING_FORM = re.compile(
     r"""^(?:also\s+|and\s+|just\s+|please\s+)*(?:skip|name|keep|reply|answer)\b
       | \b(?:from\s+now\s+on|going\s+forward|whenever|when\s+you|before\s+you|as\s+you\s+go|
           unless\s+i\s+ask|every\s+time|each\s+time|always|next\s+time|at\s+the\s+end|
+          when\s+(?:they|it|those)\s+comes?\s+up|
           first\b[^.]*\b(?:after|then))\b
       | ^(?:以后|下次|每次|今后|往后) | 的时候 | 之前 | 直接说 | 不用客气 | 我点头""",
     re.VERBOSE | re.IGNORECASE,
@@ -1109,6 +1112,12 @@ def _correction(
         or _HEDGE.search(body)
         or _TRANSIENT_REPLY.match(body)
         or not _substance(body)
+        # "not that one", "the other one", "不是这个": a pointer at the context, nothing stated
+        or re.match(
+            r"^(?:not\s+)?(?:that|this|the\s+other|the\s+first|the\s+second)\s+one\b\W*$",
+            body,
+            re.I,
+        )
     ):
         return None, remaining if head else text
     if not (_ASSERTION.search(body) or _CONTRAST.search(body)):
