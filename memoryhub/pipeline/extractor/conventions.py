@@ -47,6 +47,8 @@ _NORM_EN = re.compile(
     r"only\s+(?:in|on|for|through|from|via|with|at|by|after|before|when|rename|use|run|inside|"
     r"within))\b"
     r"|^(?:the\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+gets?\s+(?:a|an)\b|^(?:the\s+)?[A-Z]+\s+gets\s+(?:a|an)\b"
+    # "Use black with line length 100, that's what the pre-commit hook runs": the team's tooling
+    r"|\bthat'?s\s+what\s+(?:the\s+|our\s+)?[\w-]+(?:\s+[\w-]+)?\s+(?:runs|uses|expects|checks|enforces)\b"
     # "Public functions need docstrings": what every thing of a kind must have
     r"|^(?:all\s+|new\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+(?:need|require)\s+(?!(?:a|an|the|to|some|more|this|that|it)\b)\w",
     re.IGNORECASE,

@@ -570,7 +570,8 @@ _TO_ME = re.compile(
           essay|narration)\b
       | \b(?:explain|spell\s+out)\b[^.]*\b(?:as\s+you\s+go|plain\s+words|simple\s+words|first|
           when\s+(?:they|it|those)\s+comes?\s+up)\b
-      | (?:告诉|问|给|跟|和|让)我 | 我点头 | 直接说 | 不用客气 | 铺垫""",
+      | (?:告诉|问|给|跟|和|让)我 | 我点头 | 直接说 | 不用客气 | 铺垫
+      | (?:顺便)?(?:解释|讲讲|说明)(?:一下)?(?:为什么|原因|原理)""",
     re.VERBOSE | re.IGNORECASE,
 )
 _STANDING_FORM = re.compile(
@@ -1413,7 +1414,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 _join(previous, memory, " ")
                 continue
             if (
-                comma
+                (comma or joined)
                 and previous is None
                 and before
                 and (
@@ -1427,16 +1428,17 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 # "Never npm, always pnpm", "go 1.22 across the whole monorepo, don't pull in …",
                 # "I'm coming from iOS, I did Core Data for years …": the clause before, with no
                 # memory of its own, belongs to this one (one sentence, one memory)
-                head = _strip_fillers(before).rstrip(",，")
+                head = _strip_fillers(before).rstrip(",，;；")
                 head = head[:1].upper() + head[1:]
                 if memory.kind == Kind.RULE.value and describes_system(head):
                     # "go 1.22 across the whole monorepo, don't pull in anything that needs
                     # 1.23": what the project is on, and what follows from it
                     memory.kind, memory.subcategory = Kind.PROJECT.value, fact_subcategory(head)
                 if CJK.search(before):
-                    memory.content = head + "，" + memory.content
+                    memory.content = head + ("；" if joined else "，") + memory.content
                 else:
-                    memory.content = head + ", " + memory.content[:1].lower() + memory.content[1:]
+                    sep = "; " if joined else ", "
+                    memory.content = head + sep + memory.content[:1].lower() + memory.content[1:]
             if story and memory.kind in (Kind.RULE.value, Kind.PROJECT.value):
                 memory.content = story + " " + memory.content
                 memory.kind, memory.subcategory = Kind.LESSON.value, ""

@@ -419,7 +419,8 @@ _NOT_STANDING = re.compile(
           won'?t\s+start|isn'?t\s+coming\s+up|keeps?\s+failing|still\s+(?:fails|failing|broken|down))\b
       | \b(?:can'?t|cannot|couldn'?t)\s+(?:see|figure\s+out|tell|work\s+out)\s+why\b
       | \b(?:no|any)\s+idea\s+why\b | 不知道为什么|搞不懂为什么|找不到原因
-      | \b(?:keeps?\s+)?(?:resets?|reboots?|freezes|panics)\s+(?:every|randomly|again|twice|after)\b
+      | \b(?<!gets\s)(?<!is\s)(?<!are\s)(?:keeps?\s+)?(?:resets?|reboots?|freezes|panics)\s+
+          (?:every|randomly|again|twice|after)\b
       | \b(?:although|though|even\s+though|but)\b[^.;]*\b(?:is|are)\s+(?:already\s+)?
           (?:running|up|healthy|live|green)\b
       | ^我(?!们)[^。]*(?:开会|会议|出差|请假|休假|值班|看牙|牙医|体检|
