@@ -48,6 +48,8 @@ _NORM_EN = re.compile(
     r"within))\b"
     r"|^(?:the\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+gets?\s+(?:a|an)\b|^(?:the\s+)?[A-Z]+\s+gets\s+(?:a|an)\b"
     # "Use black with line length 100, that's what the pre-commit hook runs": the team's tooling
+    # "Keep PRs under 400 lines": a limit
+    r"|^(?:please\s+)?(?:keep|cap|limit)\b[^.]{1,40}\b(?:under|below|at\s+most|no\s+more\s+than|within)\s+\d"
     r"|\bthat'?s\s+what\s+(?:the\s+|our\s+)?[\w-]+(?:\s+[\w-]+)?\s+(?:runs|uses|expects|checks|enforces)\b"
     # "Public functions need docstrings": what every thing of a kind must have
     r"|^(?:all\s+|new\s+)?(?:[\w-]+\s+){0,2}[\w-]+s\s+(?:need|require)\s+(?!(?:a|an|the|to|some|more|this|that|it)\b)\w",

@@ -591,7 +591,7 @@ _STANDING_FORM = re.compile(
 _HABIT = re.compile(
     r"""\b(?:to|for)\s+me\b(?!\s+to\b) | ^(?:me\s+)?personally\b
       | ^i'?m\s+(?:more\s+of\s+)?an?\s+[\w-]+\s+(?:person|guy|girl|fan|user)\b
-      | ^i\s+(?:usually|mostly|generally|normally|tend\s+to|reason|think\s+in|live\s+in|do\s+my|
+      | ^i\s+(?:usually|mostly|generally|normally|tend\s+to|reason|think\s+in|live\s+in|do\s+my|use|
           debug|test|read|look\s+at|check|work)\b
       | \b(?:way|much|a\s+lot)\s+(?:better|easier|faster|nicer)\b(?=.*\b(?:i|me|my)\b|^(?:i|my)\b)
       | ^(?:i|my)\b.*\b(?:way|much|a\s+lot)\s+(?:better|easier|faster|nicer)\b
