@@ -205,13 +205,17 @@ def test_chained_commands_stay_apart_and_looking_at_a_cluster_is_no_deploy() -> 
         "Ship it.",
         commands=(
             ("kubectl top pods -n import", "NAME  CPU  MEMORY\nworker-1  120m  1400Mi"),
-            ("make lint && kubectl rollout restart deploy/api", "ok\ndeployment restarted"),
+            ("pnpm lint && pnpm run deploy:staging", "ok\ndeployed to staging"),
         ),
     )
     assert [m.content for m in memories] == [
-        "Lint with `make lint`.",
-        "Deploy with `kubectl rollout restart deploy/api`.",
+        "Lint with `pnpm lint`.",
+        "Deploy with `pnpm run deploy:staging`.",
     ]
+    # a line with a restart of a running deployment was run once: none of it is kept (set 5's
+    # writer labels "tflint && kubectl … rollout restart …" a one-off)
+    restart = (("make lint && kubectl rollout restart deploy/api", "ok\ndeployment restarted"),)
+    assert _after_task("Ship it.", commands=restart) == []
 
 
 @pytest.mark.parametrize(
@@ -380,10 +384,9 @@ def test_a_one_off_deploy_with_concrete_arguments_is_no_standing_deploy_command(
             ("./deploy.sh staging", "deployed to staging"),
         ),
     )
-    assert [m.content for m in memories] == [
-        "Lint with `make lint`.",
-        "Deploy with `./deploy.sh staging`.",
-    ]
+    # the lint chained before a one-off deploy was run once for that release too (round 3: the
+    # independent writers label such a line a distractor, lint and all)
+    assert [m.content for m in memories] == ["Deploy with `./deploy.sh staging`."]
 
 
 def test_a_comma_clause_that_leans_on_the_one_before_joins_its_memory() -> None:

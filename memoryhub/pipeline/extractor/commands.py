@@ -558,13 +558,30 @@ _ONE_TEST = re.compile(
 )
 
 
+# A step that only makes sense once: a release tag, a restart of a running deployment, a push of
+# this branch.
+_ONE_OFF_STEP = re.compile(
+    r"""\brelease[-_:]?tag\b|\btag\s+v?\d|\brollout\s+restart\b|\brestart\s+deploy|
+        \bgit\s+push\s+\S+\s+\S+|\bv\d+\.\d+\.\d+\b""",
+    re.VERBOSE,
+)
+
+
 def command_memories(runs: Sequence[_Run]) -> list[Draft]:
     best: dict[str, tuple[_Run, str, str]] = {}
     order: list[str] = []
     for run in runs:
         if not run.ok or len(run.command) > 160 or "\n" in run.command:
             continue
-        for text, key, category in command_units(run.command):
+        units = command_units(run.command)
+        if len(_segments(run.command)) > 1 and (
+            any(c == "deploy" and _ONE_OFF_DEPLOY.search(t) for t, _, c in units)
+            or _ONE_OFF_STEP.search(run.command)
+        ):
+            # "make lint && make deploy-dags ENV=prod", "just fmt && just release-tag v2.3.1":
+            # a line run once for this release; its lint is no more the team's way than its deploy
+            continue
+        for text, key, category in units:
             if category == "deploy" and _ONE_OFF_DEPLOY.search(text):
                 continue
             if category in ("test", "lint", "format", "typecheck") and _ONE_TEST.search(text):
