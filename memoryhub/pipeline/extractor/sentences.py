@@ -67,6 +67,22 @@ about (`scope`): the interaction → feedback; the speaker's own taste → user;
 repository, code, tools or workflow → rule (or project knowledge when it describes). A
 correction about the project is the team's knowledge, not the speaker's feedback.
 
+Rules added for issue 14's independent writers (round 3), each a class rather than a phrase:
+`reference` also for a place of record named as where a kind of record lives or is looked up
+(`record_place`: a tracker, wiki, docs page, sheet, dashboard, channel, experiment store,
+《…》), tried before the "not standing" veto, and cut from a statement it follows; `preference`
+(user) for the speaker's habit with a tool without "I prefer" (`speaker_habit`); `command`
+(project) for a sentence that says how the team runs a build or test with the command line
+(`states_a_command`); `feedback` for a standing instruction on how the assistant reports to
+the speaker (`directs_the_assistant`) and for a request asked as a question but meant for the
+whole collaboration; and the session's opening sentence never goes to the statement model.
+
+Memories and sentences (`user_memories`): one sentence, one memory — clauses of one scope after
+a comma or semicolon join the memory before them, a short clause with no memory of its own
+opens the one after it, the next sentence of a message on the same named thing continues its
+memory, and adjacent feedback or rule sentences of a message are one instruction; a past
+incident told next to a norm in the same message makes the two one lesson (`_INCIDENT`).
+
 Record range: the user record; for a correction, the assistant record that was corrected
 through the user record.
 """
