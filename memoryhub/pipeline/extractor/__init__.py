@@ -22,6 +22,10 @@ The extractor is a package, one module per idea, each with its part of the rules
   line; errors and their fixes);
 * `keywords`: 8–13 keywords, redaction and dedupe of the output;
 * `stage1`: oh-my-pi's stage-1 JSON and MewCode's memories.md.
+
+`extract` keeps one memory per thing said: a command the speaker stated and that then ran is the
+statement's memory (as project knowledge), and the speaker's explanation that an error_fix
+lesson already quotes is that lesson.
 """
 
 from __future__ import annotations
