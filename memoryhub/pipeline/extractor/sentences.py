@@ -683,6 +683,12 @@ def directs_the_assistant(sentence: str) -> bool:
     )
 
 
+_ZH_STANDING = re.compile(
+    r"以后|今后|往后|每次|下次|之前|前先|的时候|时候|都|别|不要|不用|自己|一大段|长篇|交给我|留给我|我来|"
+    r"总是|一律|尽量"
+)
+
+
 # A tracker, wiki or chat the team keeps things in.
 _REF_PLACE = re.compile(
     r"""\b(?:go(?:es)?|live|lives|are|is|belong|belongs|tracked|filed|logged|documented|kept|
@@ -939,7 +945,13 @@ def _classify(
 
     # how the speaker wants the assistant to work with them ("hand me X and I'll run it",
     # "skip pasting whole files at me", "别写一大段")
-    if _ASSISTANT_ROLE.search(s) and _substance(s) and not particular(s):
+    if (
+        _ASSISTANT_ROLE.search(s)
+        and _substance(s)
+        and not particular(s)
+        # "你改完跟我说一声", "跑完测试把结果贴给我": a request for now unless said for good
+        and not (CJK.search(s) and not _ZH_STANDING.search(s) and not re.search(r"[A-Za-z]{3}", s))
+    ):
         if (
             re.search(r"别自己|不要自己|你自己|自己(?:动|改|跑|调|写)|\byourself\b", s, re.I)
             and (IDENTIFIER.search(s) or CODE_WORDS_ZH.search(s))
