@@ -571,3 +571,21 @@ def test_a_command_the_speaker_states_is_one_memory_and_narrow_runs_are_not_kept
 )
 def test_remarks_about_the_moment_are_no_memories(text: str) -> None:
     assert _after_task(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        (
+            "If you see 'connection refused', Redis isn't running; start it with make redis.",
+            ["lesson"],
+        ),
+        ("遇到 ECONNREFUSED 报错，一般是本地的 mock server 没起。", ["lesson"]),
+        ("If the tests fail, tell me.", []),
+        ("If you see the login page, it worked.", []),
+    ],
+)
+def test_a_troubleshooting_tip_is_a_lesson_and_other_conditionals_are_nothing(
+    text: str, kinds: list[str]
+) -> None:
+    assert [m.kind for m in _after_task(text)] == kinds

@@ -660,6 +660,19 @@ _STANDING_ASK = re.compile(
 )
 
 
+# A troubleshooting tip: the symptom and what it means or what fixes it ("If you see 'connection
+# refused', Redis isn't running; start it with docker compose up redis", "遇到 X 报错，就是 Y
+# 没开").
+_TROUBLESHOOTING = re.compile(
+    r"""^(?:if|when(?:ever)?)\s+(?:you\s+)?(?:see|get|hit|run\s+into)\s+(?:a\s+|an\s+|the\s+)?
+          (?:[`'"“][^`'"”]{3,60}[`'"”]|[\w.-]*(?:error|exception|timeout|refused|denied|failure)\w*)
+          [^,;:]{0,40}[,;:]\s*\S
+      | ^(?:如果|要是)?(?:遇到|碰到|看到|出现)[^，。]{2,40}?(?:报错|错误|异常|超时)[^，。]{0,10}
+          [，,]\s*(?:就是|是因为|一般是|说明|就|先|需要|要)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
 def states_a_command(sentence: str) -> bool:
     """Does `sentence` say how the team runs a build, test, lint or deploy, with the command?"""
     if not _HOW_WE_RUN.search(sentence) or one_off(sentence) or _is_question(sentence):
@@ -876,6 +889,16 @@ def _classify(
             record_start=record_index,
             record_end=record_index,
             rule="feedback",
+        )
+    if s and _TROUBLESHOOTING.match(s) and _substance(s) and not _HEDGE.search(s):
+        # "If you see 'connection refused', Redis isn't running: start it with …": a lesson
+        return Draft(
+            kind=Kind.LESSON.value,
+            content=_finish(s),
+            importance=2,
+            record_start=record_index,
+            record_end=record_index,
+            rule="lesson",
         )
     if not s or _is_question(s) or _HEDGE.search(s) or _CONDITIONAL_START.match(s):
         return None
