@@ -22,9 +22,8 @@ from starlette.types import Receive, Scope, Send
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
 
-django_wsgi = get_wsgi_application()
 # Requests beyond WEB_THREADS at once wait for a free thread (each keeps one DB connection).
-django_application = WSGIMiddleware(django_wsgi, workers=settings.WEB_THREADS)  # type: ignore[arg-type]
+django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.WEB_THREADS)  # type: ignore[arg-type]
 
 # Imported after Django is set up: the MCP server is built on its models.
 from memoryhub.integrations.mcp.http import McpHttpApp, is_mcp_path  # noqa: E402

@@ -49,10 +49,10 @@ class AfterResponseMiddleware:
         try:
             response = self.get_response(request)
         except BaseException:
-            _pending.reset(token)
-            _run(pending)
+            _run(pending)  # no response will be closed
             raise
-        _pending.reset(token)
+        finally:
+            _pending.reset(token)
         if pending:
             # Django calls these from HttpResponse.close(), before request_finished (which
             # may close the database connection).

@@ -174,6 +174,13 @@ def _error_shape(response: Any, hindsight: bool) -> str | None:
     return None
 
 
+def _cell(key: str, method: str, in_world: World) -> tuple[Any, Any, str]:
+    """A matrix cell's route, its rule for `method`, and its URL in `in_world`."""
+    route = next(r for r in ROUTE_LIST if r.key == key)
+    rule = ROUTES[key][method]
+    return route, rule, url_of(route, rule, in_world.values)
+
+
 @pytest.mark.parametrize(("key", "method"), BODY_CELLS, ids=[f"{m} {k}" for k, m in BODY_CELLS])
 def test_malformed_bodies_answer_4xx_and_write_nothing(
     key: str,
@@ -181,9 +188,7 @@ def test_malformed_bodies_answer_4xx_and_write_nothing(
     world: World,  # noqa: F811 - the imported fixture
     db: None,
 ) -> None:
-    route = next(r for r in ROUTE_LIST if r.key == key)
-    rule = ROUTES[key][method]
-    url = url_of(route, rule, world.values)
+    route, rule, url = _cell(key, method, world)
     client: Client = world.api["owner"]
     hindsight = key.startswith("hindsight-")
     wrong: list[str] = []
@@ -218,9 +223,7 @@ def test_malformed_form_posts_never_fail_with_5xx(
     world: World,  # noqa: F811 - the imported fixture
     db: None,
 ) -> None:
-    route = next(r for r in ROUTE_LIST if r.key == key)
-    rule = ROUTES[key][method]
-    url = url_of(route, rule, world.values)
+    route, rule, url = _cell(key, method, world)
     client: Client = world.web["owner"]
     fields = list(_filled(rule, world.values) or {}) or ["reason", "content", "name"]
     cases = {

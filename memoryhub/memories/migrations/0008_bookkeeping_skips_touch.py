@@ -11,12 +11,11 @@ SQLite's row trigger names its columns (UPDATE OF …) and never fired for these
 
 from django.db import migrations
 
-PG_UP = """
+# The UPDATE trigger of migration 0006, written out; `guard` goes before its body.
+UPD_FN = """
 CREATE OR REPLACE FUNCTION memoryhub_memory_upd_fn() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF current_setting('memoryhub.bookkeeping', true) = 'on' THEN
-        RETURN NULL;
-    END IF;
+    {guard}
     PERFORM memoryhub_bank_touch(array_agg(p), array_agg(m)) FROM (
         SELECT p, n.id FROM new_rows n JOIN old_rows o ON o.id = n.id,
         LATERAL (VALUES (n.project_id), (o.project_id)) AS t(p)
@@ -25,7 +24,11 @@ BEGIN
     ) AS t(p, m);
     RETURN NULL;
 END $$;
+"""
 
+PG_UP = UPD_FN.format(
+    guard="IF current_setting('memoryhub.bookkeeping', true) = 'on' THEN RETURN NULL; END IF;"
+) + """
 CREATE OR REPLACE FUNCTION memoryhub_record_access(ids bigint[], at timestamptz)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
@@ -36,18 +39,7 @@ BEGIN
 END $$;
 """
 
-PG_DOWN = """
-CREATE OR REPLACE FUNCTION memoryhub_memory_upd_fn() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM memoryhub_bank_touch(array_agg(p), array_agg(m)) FROM (
-        SELECT p, n.id FROM new_rows n JOIN old_rows o ON o.id = n.id,
-        LATERAL (VALUES (n.project_id), (o.project_id)) AS t(p)
-        WHERE (to_jsonb(n) - 'hit_count' - 'last_accessed_at')
-            IS DISTINCT FROM (to_jsonb(o) - 'hit_count' - 'last_accessed_at')
-    ) AS t(p, m);
-    RETURN NULL;
-END $$;
-
+PG_DOWN = UPD_FN.format(guard="") + """
 DROP FUNCTION IF EXISTS memoryhub_record_access(bigint[], timestamptz);
 """
 

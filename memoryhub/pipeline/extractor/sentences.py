@@ -879,31 +879,6 @@ def _classify(
     """The memory one user sentence holds, or None. Rules in priority order; the statement
     model last, unless `statements` is False (the trigger rules alone, for fitting it)."""
     s = _strip_fillers(sentence)
-    if s and _STANDING_ASK.search(s) and _substance(s) and not _HEDGE.search(s):
-        # "Could you explain the migration stuff in plain words as you go?": asked as a
-        # question, meant for the whole collaboration
-        return Draft(
-            kind=Kind.FEEDBACK.value,
-            content=_finish(s),
-            importance=2,
-            record_start=record_index,
-            record_end=record_index,
-            rule="feedback",
-        )
-    if s and _TROUBLESHOOTING.match(s) and _substance(s) and not _HEDGE.search(s):
-        # "If you see 'connection refused', Redis isn't running: start it with …": a lesson
-        return Draft(
-            kind=Kind.LESSON.value,
-            content=_finish(s),
-            importance=2,
-            record_start=record_index,
-            record_end=record_index,
-            rule="lesson",
-        )
-    if not s or _is_question(s) or _HEDGE.search(s) or _CONDITIONAL_START.match(s):
-        return None
-    if len(s) > MAX_CONTENT_CHARS * 2:  # a pasted log or document, not a statement
-        return None
 
     def draft(kind: str, rule: str, importance: int, sub: str = "", content: str = "") -> Draft:
         return Draft(
@@ -915,6 +890,18 @@ def _classify(
             rule=rule,
             subcategory=sub,
         )
+
+    if s and _STANDING_ASK.search(s) and _substance(s) and not _HEDGE.search(s):
+        # "Could you explain the migration stuff in plain words as you go?": asked as a
+        # question, meant for the whole collaboration
+        return draft(Kind.FEEDBACK.value, "feedback", 2)
+    if s and _TROUBLESHOOTING.match(s) and _substance(s) and not _HEDGE.search(s):
+        # "If you see 'connection refused', Redis isn't running: start it with …": a lesson
+        return draft(Kind.LESSON.value, "lesson", 2)
+    if not s or _is_question(s) or _HEDGE.search(s) or _CONDITIONAL_START.match(s):
+        return None
+    if len(s) > MAX_CONTENT_CHARS * 2:  # a pasted log or document, not a statement
+        return None
 
     # remember / keep in mind: strip, re-classify, else a project or user memory.
     remember = _REMEMBER.match(s)
