@@ -10,7 +10,10 @@ An L2-regularised logistic regression over `statements.features`, fitted by Newt
 knowledge is the hand-written `statements.is_norm`; --cv reports its agreement with the labels.)
 
 --cv prints leave-one-split-out numbers (each tuned split in turn is left out of the fit and
-scored), which is how the threshold was chosen. --write regenerates
+scored), which is how the threshold was chosen. --writers is the stricter check: for each
+independent writer's split in turn, the model is fitted without that writer and the whole
+extractor (rules + that model) is scored on the writer's sessions — how it does on someone whose
+sessions it never saw. --write regenerates
 memoryhub/pipeline/extractor/statement_weights.py.
 """
 
@@ -26,7 +29,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from extractor_quality import CORPUS, load_corpus  # noqa: E402
+from extractor_quality import CORPUS, load_corpus, score  # noqa: E402
 
 from memoryhub.pipeline.extractor import sentences as sentence_rules  # noqa: E402
 from memoryhub.pipeline.extractor.records import (  # noqa: E402
@@ -178,6 +181,29 @@ def cross_validate(rows: Sequence[dict[str, Any]]) -> None:
     print(f"is_norm agrees with the rule/project label on {right}/{len(norm_rows)} sentences")
 
 
+def leave_one_writer_out(rows: Sequence[dict[str, Any]]) -> None:
+    """Fit without each independent writer in turn; score the whole extractor on that writer."""
+    from memoryhub.pipeline.extractor import statement_weights
+
+    sessions = load_corpus()
+    writers = sorted({r["split"] for r in rows if "independent writer" in r["split"]})
+    shipped = statement_weights.DURABLE
+    print("| writer left out | planted | precision | recall | statement rule right/predicted |")
+    print("|---|---:|---:|---:|---:|")
+    try:
+        for held in writers:
+            statement_weights.DURABLE = fit([r for r in rows if r["split"] != held], "durable")
+            report = score([s for s in sessions if s.split == held])
+            rule = report.by_rule.get("statement")
+            o = report.overall
+            print(
+                f"| {held} | {o.planted} | {100 * o.precision:.1f} % | {100 * o.recall:.1f} % | "
+                f"{rule.tp if rule else 0}/{rule.predicted if rule else 0} |"
+            )
+    finally:
+        statement_weights.DURABLE = shipped
+
+
 def _render(durable: dict[str, float]) -> str:
     def block(weights: dict[str, float]) -> str:
         ordered = sorted(weights.items(), key=lambda item: (-abs(item[1]), item[0]))
@@ -196,10 +222,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cv", action="store_true", help="leave-one-split-out numbers")
     parser.add_argument("--write", action="store_true", help="regenerate the weights file")
+    parser.add_argument(
+        "--writers", action="store_true", help="leave-one-writer-out scores of the whole extractor"
+    )
     args = parser.parse_args(argv)
     rows = training_rows()
     if args.cv:
         cross_validate(rows)
+    if args.writers:
+        leave_one_writer_out(rows)
     durable = fit(rows, "durable")
     if args.write:
         WEIGHTS_FILE.write_text(_render(durable), encoding="utf-8")

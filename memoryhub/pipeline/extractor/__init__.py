@@ -38,6 +38,7 @@ from memoryhub.memories.kinds import Kind, Subcategory
 from memoryhub.pipeline.extractor.commands import (
     _command_parts,
     command_memories,
+    command_units,
     lesson_memories,
     shell_runs,
 )
@@ -90,6 +91,21 @@ __all__ = [
 ]
 
 
+# A project's own task entry point: `make flash`, `just seed`, `./bin/tf staging`, `npm run x`.
+_RUNS_A_TASK = re.compile(
+    r"^(?:make|just|task|mage|rake|(?:\./)?(?:bin|scripts?|tools)/[\w.-]+|\./[\w.-]+\.sh|"
+    r"(?:npm|pnpm|yarn|bun)\s+run)\s+[\w:.-]+"
+)
+
+
+def _names_a_command(text: str) -> bool:
+    """Does `text` quote (in backticks) a command that builds, tests, lints, flashes, deploys…?"""
+    return any(
+        command_units(span) or _RUNS_A_TASK.match(span)
+        for span in re.findall(r"`([^`]{3,160})`", text)
+    )
+
+
 def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
     """The durable memories of `records` (see the modules' docstrings for the rules)."""
     expanded = expand_records(records)
@@ -99,6 +115,11 @@ def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
     # statement's memory; the run of it adds nothing.
     # A command the speaker stated ("run make lint before you push anything") and that then ran
     # is one memory: the statement, as project knowledge of how to run things.
+    for d in said:
+        if d.kind == Kind.RULE.value and _names_a_command(d.content):
+            # "flashing goes through `make flash`", "打测试包用 `make apk-staging`": how a task is
+            # run in this project is its ops knowledge, however it is phrased
+            d.kind, d.subcategory = Kind.PROJECT.value, Subcategory.OPS.value
     commands = []
     for memory in command_memories(runs):
         command = re.search(r"`(.+)`", memory.content)
@@ -110,7 +131,8 @@ def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
             d
             for d in said
             if any(form in d.content.lower() for form in forms)
-            and d.kind in (Kind.RULE.value, Kind.PROJECT.value)
+            # "改完给我看之前先跑 ./gradlew spotlessApply": a command the speaker asked for
+            and d.kind in (Kind.RULE.value, Kind.PROJECT.value, Kind.FEEDBACK.value)
         ]
         for statement in stating:
             if statement.kind == Kind.RULE.value:

@@ -550,10 +550,11 @@ _ONE_OFF_DEPLOY = re.compile(
 
 
 # A test run narrowed to the tests of this task (one file, a name filter) is no way to run the
-# project's tests: `rspec spec/jobs/digest_job_spec.rb`, `gradlew test --tests '*Migration*'`.
+# project's tests: `rspec spec/jobs/digest_job_spec.rb`, `gradlew test --tests '*Migration*'`,
+# `flutter test test/push/push_service_test.dart` (any source file, whatever its language).
 _ONE_TEST = re.compile(
     r"""\s(?:--tests?|-k|-run|--grep|-t|--testNamePattern)[\s=]|\s--filter=|::|
-        \s(?:[\w.-]+/)+[\w.-]+\.(?:py|rb|go|kt|java|[jt]sx?|php|ex|exs|rs|swift|sql|sh|c|cc|cpp|h)\b""",
+        \s(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)*\.[a-z]{1,5}\b(?![/.])""",
     re.VERBOSE,
 )
 
@@ -565,6 +566,42 @@ _ONE_OFF_STEP = re.compile(
         \bgit\s+push\s+\S+\s+\S+|\bv\d+\.\d+\.\d+\b""",
     re.VERBOSE,
 )
+
+
+# The toolchain's own default invocation, with nothing of this project in it (`cargo test`,
+# `sbt test`, `mix format`, `cabal build all`, `go test ./...`): any agent runs it unprompted, so a
+# reviewer keeps no memory of it. A project's own entry point (`make test`, `./bin/tf`, `pnpm
+# lint`, `mix precommit`) or one with the project's arguments (`--preset`, a package) is kept.
+_TOOLCHAIN_DEFAULTS = {
+    "cargo": {"build", "test", "check", "fmt", "clippy", "run"},
+    "sbt": {"test", "compile", "package"},
+    "mix": {"test", "format", "compile"},
+    "cabal": {"build", "test"},
+    "stack": {"build", "test"},
+    "go": {"test", "build", "vet"},
+    "swift": {"build", "test"},
+    "dotnet": {"build", "test"},
+    "flutter": {"test", "build"},
+    "dart": {"test", "format"},
+    "mvn": {"test", "package", "verify", "install"},
+    "./mvnw": {"test", "package", "verify", "install"},
+    "gradle": {"test", "build"},
+    "./gradlew": {"test", "build"},
+    "zig": {"build"},
+    "nix": {"build"},
+}
+_GENERIC_ARGS = re.compile(r"^(?:\./\.\.\.|\.\.\.|\.|all|-q|--quiet|-v|--verbose|-L|\.#default)$")
+
+
+def toolchain_default(text: str) -> bool:
+    """Is `text` (one command) its toolchain's default invocation (`_TOOLCHAIN_DEFAULTS`)?"""
+    if _CHAIN.search(text):
+        return False
+    words = _split_words(text)
+    verbs = _TOOLCHAIN_DEFAULTS.get(words[0] if words else "")
+    return bool(
+        verbs and len(words) >= 2 and words[1] in verbs and all(_GENERIC_ARGS.match(w) for w in words[2:])
+    )
 
 
 def command_memories(runs: Sequence[_Run]) -> list[Draft]:
@@ -585,6 +622,8 @@ def command_memories(runs: Sequence[_Run]) -> list[Draft]:
             if category == "deploy" and _ONE_OFF_DEPLOY.search(text):
                 continue
             if category in ("test", "lint", "format", "typecheck") and _ONE_TEST.search(text):
+                continue
+            if toolchain_default(text):
                 continue
             # output plumbing is not part of how to run it: `… 2>&1 | tail -3`
             text = re.sub(r"\s*2>&1|\s*\|\s*(?:tail|head|less|more|grep|tee)\b.*$", "", text)

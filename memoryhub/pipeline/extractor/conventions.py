@@ -69,6 +69,8 @@ _CONTRAST_ZH = re.compile(
 _PRESCRIBES_ZH = re.compile(_NEGATED_VERB_ZH)
 _NORM_ZH = re.compile(
     r"一律|统一|必须|务必|都要|只能|只用|只走|只在|只允许|每次都|按照?[^，。,；;]{1,30}?(?:来|写|走|执行)"
+    # "所有定时任务由 xxl-job 调度", "所有接口都…": what holds for every thing of a kind
+    r"|^(?:所有|全部|每个|每一个|任何)[^，。,；;？?]{1,20}?(?:都|由|一律|统一)"
     r"|遵循|遵守|至少要?|才能|都走|都用|都放|都按|命名(?:是|用|按|规则)|(?:之?前)(?:都)?(?:要|必须)|固定"
     # "状态管理用 Zustand", "命名用 snake_case": a topic and the tool or form the team uses for it
     r"|^(?!帮我|麻烦|请帮|我(?!们)|你)[^，。,；;？?]{2,24}?(?:统一|都|一律|只)?(?:用|使用|走)\s*[^\s这那它]"

@@ -41,6 +41,8 @@ INTERACTION = re.compile(
         chatty|lecture|guess\w*|assum\w*)\b
       | 问我|跟我确认|和我确认|我同意|我确认|道歉|解释|总结|回复|回答|啰嗦|表情
       | 擅自|自作主张|未经|废话
+      # how the assistant talks: "你说话短点，别每次都一二三四列一堆", "skip the recaps"
+      | 你说话|说话(?:短|简)|列一堆|\brecaps?\b
       | \b(?:yourself|my\s+job|not\s+yours|hand\s+me|at\s+me)\b | 你自己|别自己|一大段
       | (?:别|不要|不用)给我|贴(?:给我|整段|一大段)
       | \bon\s+my\s+behalf\b | 结论(?:放|写)(?:在)?前面|先(?:说|给)结论

@@ -548,7 +548,10 @@ _LESSON_MARK = re.compile(
       # "last time X happened because…: Y" / "上次就是因为…才…：Y"
       | \blast\s+time\b[^.:]{0,80}\bbecause\b[^.]*: | (?:上次|之前|以前|那次)[^，。：]{0,6}?因为
       # an incident and the norm it left: "X took the site down during Y, so every Z …"
-      | \b(?:took|brought|knocked)\s+(?:\w+\s+){0,4}?down\b[^.]*?,\s*so\b""",
+      | \b(?:took|brought|knocked)\s+(?:\w+\s+){0,4}?down\b[^.]*?,\s*so\b
+      # "…and terraform deletes the database — that's how staging lost the users table"
+      | \bthat'?s\s+how\s+(?:\w+\s+){0,4}?(?:lost|broke|deleted|wiped|dropped|corrupted|leaked|
+          took\s+down|went\s+down)\b""",
     re.VERBOSE | re.IGNORECASE,
 )
 # Who does what between the speaker and the assistant: the speaker's job, not the assistant's.
@@ -926,6 +929,8 @@ def _classify(
             _LESSON_MARK.sub(" ", s),
             flags=re.IGNORECASE,
         )
+        # "新来的基本都在这儿栽过": who fell into it and where ("here") names no pitfall of its own
+        rest = re.sub(r"新来的|新人|大家|基本(?:上)?|都|在这儿|在这里|这儿|这里|这上面|人", " ", rest)
         if _substance(rest):
             return draft(Kind.LESSON.value, "lesson", 3)
         # "Third time that's bitten us.": the pitfall is the sentence before (user_memories)
