@@ -326,6 +326,24 @@ _PROFILE = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 
+# Who the speaker is, told by where they come from or what they are new to ("I did Angular for
+# years before this job", "I'm an ex-DBA", "I'm 3 months into my first games job", "我是硬件出身",
+# "我是从 AWS 转过来的", "我对 Scala 的隐式转换不太熟"): their profile, whatever they ask with it.
+_SELF_DESCRIPTION = re.compile(
+    r"""\bi(?:'m|\s+am)\s+(?:an?\s+)?(?:ex-|former\s+)\w+
+      | \bi\s+(?:did|was\s+doing|wrote|worked\s+(?:in|on|with))\s+[\w.+#-]+(?:\s+[\w.+#-]+)?\s+for\s+
+          (?:years|a\s+decade|\w+\s+years)\b
+      | \bi(?:'m|\s+am)\s+(?:only\s+)?(?:\d+|a\s+few|two|three|six)\s+(?:months?|weeks?)\s+into\b
+      | \bi(?:'m|\s+am)?\s+(?:came|come|coming)\s+(?:over\s+)?from\s+(?:\w+\s+){0,2}?(?:frontend|backend|web|
+          mobile|ios|android|java|python|ruby|rails|php|\.net|embedded|hardware|data|ops|[A-Z]\w+)\b
+      | \bi(?:'m|\s+am)\s+(?:new\s+to|not\s+(?:very\s+|that\s+|super\s+)?(?:familiar|comfortable)\s+with)\b
+      | \bi(?:'m|\s+am)\s+not\s+an?\s+[\w.+#-]+\s+(?:expert|person|dev|developer)\b
+      | 我是[^，。；]{0,14}?(?:出身|转过来|转来|转行)|(?:^|[，,])\s*从\s*\S{1,12}\s*转过来
+      | 我对[^，。；]{1,24}?不(?:太|怎么|是很)?(?:熟|懂|了解)|不是\s*\S{1,10}\s*专家""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_WE = re.compile(r"\b(?:we|we're|our|us)\b|我们|咱们|团队", re.IGNORECASE)
+
 _URL = re.compile(r"https?://[^\s<>\"'`，。；！？、）)\]]+")
 _LOCAL_URL = re.compile(
     r"//(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]|[\w.-]*example\.(?:com|org))(?:[:/]|$)", re.I
@@ -727,17 +745,19 @@ _RECORD_TOOL = (
     r"Linear|Jira|Confluence|Notion|Trello|Asana|YouTrack|ClickUp|Basecamp|Airtable|Coda|"
     r"Google\s+(?:Docs?|Drive|Sheets?)|SharePoint|Dropbox|MLflow|W&B|Weights\s+&\s+Biases|"
     r"Postmark|PagerDuty|Opsgenie|Backstage|GitBook|Slack|wandb|Figma|Cachix|Crashlytics|Sentry|"
-    r"Datadog|Grafana|Kibana|Zeplin|禅道|蓝湖|墨刀|"
+    r"Datadog|Grafana|Kibana|Zeplin|禅道|蓝湖|墨刀|1Password|1password|Bitwarden|Gitea|Metabase|"
+    r"Looker|Superset|Miro|"
     r"GitHub\s+(?:Discussions|Projects|wiki)|飞书|语雀|钉钉|企业微信|腾讯文档|石墨"
 )
 _RECORD_NOUN = (
-    r"wiki|board|dashboard|experiment|space|tracker|handbook|knowledge\s+base|spreadsheet|"
+    r"\#[a-z][\w-]+|wiki|board|dashboard|experiment|space|tracker|handbook|knowledge\s+base|spreadsheet|"
     r"(?:confluence|notion|wiki)\s+page|page\s+in|sheet|drive|channel|看板|知识库|文档库|手册|字典|"
     r"值班群|群|面板|《[^》]{1,30}》"
 )
 _RECORD_PLACE = re.compile(
     rf"""(?:\b(?:is|are|go|goes|live|lives|sit|sits|kept|tracked|filed|logged|documented|
-            written\s+up|posted|recorded|collected|listed|described|land|lands|get\s+\w+ed)
+            written\s+up|posted?|posts|recorded|collected|listed|described|land|lands|get\s+\w+ed|
+            keeps?\s+(?:a|an|the|its|our)\s+[^.;]{0,40}?)
           \s+(?:\w+\s+){{0,2}}?(?:in|on|under|into|to|at)\b
         | \bwe\s+(?:use|keep|track)\s+(?=(?:{_RECORD_TOOL})\b)
         | \b(?:it'?s|is|are)\s+on\s+(?=(?:{_RECORD_TOOL})\b)
@@ -747,7 +767,9 @@ _RECORD_PLACE = re.compile(
 )
 # "以 X 为准", "去那里查", "check there": the place is where the answer is looked up
 _LOOKED_UP = re.compile(
-    r"为准|去那(?:里|儿)|去\S{0,20}?(?:查|找|看)|\bcheck\s+there\b|\blook\s+(?:it\s+)?up\b", re.I
+    r"为准|去那(?:里|儿)|去\S{0,20}?(?:查|找|看)|\bcheck\s+there\b|\blook\s+(?:it\s+)?up\b|"
+    r"\bwhere\s+to\s+look\b|\bwhere\s+(?:it|they)\s+(?:is|are|lives?)\b",
+    re.I,
 )
 
 
@@ -894,6 +916,8 @@ def _classify(
             subcategory=sub,
         )
 
+    if s and _SELF_DESCRIPTION.search(s) and not _is_question(s) and not _WE.search(s):
+        return draft(Kind.USER.value, "profile", 2)
     if s and _STANDING_ASK.search(s) and _substance(s) and not _HEDGE.search(s):
         # "Could you explain the migration stuff in plain words as you go?": asked as a
         # question, meant for the whole collaboration
