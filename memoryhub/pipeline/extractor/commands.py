@@ -553,7 +553,7 @@ _ONE_OFF_DEPLOY = re.compile(
 # project's tests: `rspec spec/jobs/digest_job_spec.rb`, `gradlew test --tests '*Migration*'`,
 # `flutter test test/push/push_service_test.dart` (any source file, whatever its language).
 _ONE_TEST = re.compile(
-    r"""\s(?:--tests?|-k|-run|--grep|-t|--testNamePattern)[\s=]|\s--filter=|::|
+    r"""\s(?:--tests?|-k|-run|--grep|-t|--testNamePattern|--filter)[\s=]|::|
         \s(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)*\.[a-z]{1,5}\b(?![/.])""",
     re.VERBOSE,
 )
@@ -623,10 +623,10 @@ def command_memories(runs: Sequence[_Run]) -> list[Draft]:
                 continue
             if category in ("test", "lint", "format", "typecheck") and _ONE_TEST.search(text):
                 continue
-            if toolchain_default(text):
-                continue
             # output plumbing is not part of how to run it: `… 2>&1 | tail -3`
             text = re.sub(r"\s*2>&1|\s*\|\s*(?:tail|head|less|more|grep|tee)\b.*$", "", text)
+            if toolchain_default(text):
+                continue
             current = best.get(key)
             if current is None:
                 order.append(key)

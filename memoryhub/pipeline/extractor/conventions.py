@@ -138,7 +138,7 @@ _WORKFLOW_IMPERATIVE = re.compile(
 )
 _TEAM_SUBJECT = re.compile(r"^(?:we|we're|our|the\s+team)\b|^(?:我们|咱们|团队)", re.IGNORECASE)
 _TRANSIENT = re.compile(
-    r"\b(?:yet|for\s+now|right\s+now|this\s+time|today|tonight|tomorrow|at\s+the\s+moment|"
+    r"\b(?:yet|for\s+now|right\s+now|rn|atm|this\s+time|today|tonight|tomorrow|at\s+the\s+moment|"
     r"in\s+this\s+(?:pr|commit|change|task|branch|ticket)|for\s+this\s+(?:pr|commit|change|task|one))\b"
     r"|先不|先别|暂时|这次|本次|现在|今天|今晚|明天|目前|还没|试试|试一下|看看|一下",
     re.IGNORECASE,
@@ -148,7 +148,8 @@ _TRANSIENT = re.compile(
 # A sentence that reports a problem is about the task at hand, not a convention.
 _PROBLEM = re.compile(
     r"\b(?:5\d\d|404|fails?|failing|crash\w*|broken|bug|slow|flaky|time(?:s|d)?\s*out|"
-    r"stuck|wrong|missing|double[- ]counts?|stopped|doesn'?t\s+work|not\s+working)\b"
+    r"stuck|wrong|missing|double[- ]counts?|stopped|doesn'?t\s+work|not\s+working|crawls?|"
+    r"jumps?\s+to|spikes?|chews?)\b"
     r"|报错|错误|失败|超时|卡顿|不显示|挂了|崩溃|异常|重复入账|打不开|不生效|错乱|乱了",
     re.IGNORECASE,
 )

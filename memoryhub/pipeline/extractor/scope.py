@@ -205,6 +205,10 @@ def statement_kind(text: str, *, normative: bool) -> str | None:
     these."""
     if is_interaction(text):
         return Kind.FEEDBACK.value
+    if _YOU.search(text) and re.search(r"(?<!\w)(?:I|me)(?!\w)|我(?!们)", text) and normative:
+        # "动寄存器之前先说清楚你要改哪个寄存器…我要对着 RM0440 看一眼": what the assistant does
+        # for the speaker
+        return Kind.FEEDBACK.value
     if _FIRST_PERSON_TASTE.match(text) or re.match(r"^(?:i|my)\b|^我(?!们)", text, re.I):
         return Kind.USER.value
     if about_project(text):

@@ -182,7 +182,7 @@ _QUESTION_START = re.compile(
 )
 _HEDGE = re.compile(
     r"""\b(?:maybe|perhaps|probably|possibly|might|i\s+think|i\s+guess|i\s+believe|i\s+suppose|
-        not\s+sure|i\s+wonder|just\s+an\s+idea|no\s+idea|i\s+assume)\b
+        (?<!you're\s)(?<!you\sare\s)not\s+sure|i\s+wonder|just\s+an\s+idea|no\s+idea|i\s+assume)\b
       | 也许|可能|大概|好像|不确定|说不定|或许|不一定|估计""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -667,7 +667,7 @@ _COMMAND_IN_TEXT = re.compile(
 # When or how the command is the team's way: CI, "before/after", "like this", "invocation"
 _HOW_WE_RUN = re.compile(
     r"\b(?:ci|like\s+this|the\s+same|invocation|how\s+(?:you|we)|before\s+(?:you|pushing|merging|"
-    r"committing|a\s+release)|after\s+(?:you|changing|any)|always|every\s+time)\b"
+    r"committing|a\s+release)|after\s+(?:you|changing|any)|always|every\s+time|first|otherwise)\b"
     r"|改完|之前|之后|提交前|上线前|过了再|每次",
     re.IGNORECASE,
 )
@@ -1103,6 +1103,16 @@ def _classify(
         return result
 
     # a durable statement recognised by its structure (`statements`)
+    if (
+        statements
+        and len(_STACK_ITEM.findall(s)) >= 3
+        and statement_candidate(s)
+        and not one_off(s)
+        and not _IMPERATIVE_START.match(s)
+    ):
+        # "context: Spring Boot 3.2 + Spring Batch 5, Java 17, Oracle 19c": what the project is
+        # built on, named with versions
+        return draft(Kind.PROJECT.value, "fact", 2, Subcategory.OVERVIEW.value)
     if statements and statement_candidate(s):
         judged = judge_statement(s)
         if judged is not None:
@@ -1115,6 +1125,15 @@ def _classify(
             sub = fact_subcategory(s) if kind == Kind.PROJECT.value else ""
             return draft(kind, "statement", importance, sub)
     return None
+
+
+# A named part of a stack and its version: "Spring Boot 3.2", "Java 17", "Oracle 19c", "Swift 5.10".
+_STACK_ITEM = re.compile(r"(?<![\w.])(?-i:[A-Z][\w.+#-]*)(?:\s+[A-Z][\w.+#-]*)?\s+v?\d+(?:\.\d+)*[a-z]?\b")
+_IMPERATIVE_START = re.compile(
+    r"^(?:please\s+)?(?:upgrade|bump|update|migrate|move|switch|install|add|remove|drop|use|try)\b"
+    r"|^(?:把|升级|升到|换成|改成|帮我)",
+    re.IGNORECASE,
+)
 
 
 def _statement_pointer(sentence: str) -> str | None:
@@ -1285,7 +1304,7 @@ _INCIDENT = re.compile(
       | \b(?:has|have)\s+(?:failed|broken|bitten|burned)\s+more\b
       | (?:之前|以前|去年|上次|那次|上个?月|上周|有次|有一次|曾经|前年)[^。；;]*?
           (?:丢|掉了|掉一半|挂了|崩|炸|出过|注入|查了|回滚|事故|错的数据|全是错|对不上|没了|被\S{0,4}坑|
-            错了|漏了|挂过|出事|重复|追了|慢了|吐槽|投诉|赔)
+            错了|漏了|挂过|出事|重复|追了|慢了|吐槽|投诉|赔|清了|清空|全清|删了|全没|打挂)
       # an error that comes back under a condition: "or you get exactly that error", "这个报错每个
       # 新 ViewModel 都会碰到", "消费别的域的事件都会撞上这个"
       | \b(?:or|otherwise)\s+you(?:'ll)?\s+get\s+(?:exactly\s+)?(?:that|this|the\s+same)\b
@@ -1310,7 +1329,8 @@ def _incident(sentence: str) -> bool:
 def _topic_terms(text: str) -> set[str]:
     """Names and identifiers a sentence is about: code words, capitalised or mixed-case names,
     paths, and runs of three or more CJK characters are not used (too loose)."""
-    terms = set()
+    # a pinned version ("1.6.6") names the same thing wherever it is said
+    terms = {v for v in re.findall(r"(?<![\w.])\d+\.\d+\.\d+(?![\w.])", text)}
     for token in re.findall(r"[A-Za-z_][\w./@#-]*[\w]", text):
         if token.lower() in STOPWORDS or token.lower() in TRIGGER_WORDS or len(token) < 3:
             continue

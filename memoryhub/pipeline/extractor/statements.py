@@ -436,6 +436,7 @@ _NOT_STANDING = re.compile(
       | \b(?:after|before)\s+(?:lunch|dinner|the\s+meeting|standup|the\s+call)\b
       # what is the case now, or what someone else said ("even though", "currently", "X says")
       | \beven\s+though\b | \bcurrently\b | \bin\s+a\s+loop\b | \bnever\s+settle
+      | \b(?:rn|atm)\b
       | \b(?:says|said|told\s+(?:me|us)|claims?|mentioned)\s+(?:that\s+)?
           (?:they|it|he|she|we|you)\b""",
     re.VERBOSE | re.IGNORECASE,
@@ -470,6 +471,9 @@ def particular(sentence: str) -> bool:
         sentence = re.split(r"[，,；;]", sentence, maxsplit=1)[0]
         # "lr、warmup 这些超参": 这些 after a list names the kind of thing listed
         sentence = re.sub(r"(、[^，。、]{1,20}?\s*)(?:这些|那些)", r"\1", sentence)
+        # "can-protocol 这个 crate", "hw-docs 仓库里那个 can-matrix.xlsx": 这个/那个 next to a name
+        # names the thing, it does not point at the task
+        sentence = re.sub(r"(?<=[\w'’\"”》)])\s*(?:这个|那个)|(?:这个|那个)(?=\s*['‘\"“《A-Za-z])", " ", sentence)
     return bool(_PARTICULAR.search(_relative_that(_repo_here(sentence))))
 
 
@@ -480,7 +484,10 @@ def _relative_that(sentence: str) -> str:
 
 
 def _repo_here(sentence: str) -> str:
-    """`sentence` without a "here" that means this repository: "every job here", "tasks here"."""
+    """`sentence` without a "here" that means this repository or team: "every job here", "tasks
+    here", "nobody runs apply from a laptop here"."""
+    if re.search(r"\b(?:nobody|no\s+one|everyone|everybody|we|our)\b", sentence, re.I):
+        sentence = re.sub(r"\s+here\b", "", sentence, flags=re.I)
     return re.sub(r"\b((?:every|each|any|all|no)\s+\w+|\w+s)\s+here\b", r"\1", sentence)
 
 
