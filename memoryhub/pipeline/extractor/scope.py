@@ -47,6 +47,7 @@ INTERACTION = re.compile(
       | (?:别|不要|不用)给我|贴(?:给我|整段|一大段)
       | \bon\s+my\s+behalf\b | 结论(?:放|写)(?:在)?前面|先(?:说|给)结论
       | \bi'?d\s+(?:also\s+|really\s+)?like\s+you\s+to\b
+      | \bhow\s+i\s+(?:like|want)\s+to\s+work\b | \bwork\s+with\s+you\b
       | \bi\s+(?:want|need)\s+you\s+to\s+(?:always|ask|check)\b""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -174,8 +175,13 @@ def is_interaction(text: str) -> bool:
 def prohibition_kind(text: str) -> str:
     """feedback about the interaction; rule when it names code, files or tooling; else
     feedback when it addresses "you", a rule otherwise."""
-    # "don't rewrite my specs": what the assistant may do to the speaker's own work
-    if INTERACTION.search(text) or re.search(r"\bmy\s+(?!team|company|org)\w+|我的", text, re.I):
+    # "don't rewrite my specs": what the assistant may do to the speaker's own work; "别帮我自动
+    # commit，我提交前要自己看一遍 diff": what the speaker keeps for themself
+    if (
+        INTERACTION.search(text)
+        or re.search(r"\bmy\s+(?!team|company|org)\w+|我的", text, re.I)
+        or re.search(r"帮我|替我|我(?!们)[^，。]{0,8}?自己", text)
+    ):
         return Kind.FEEDBACK.value
     if names_code(text) or _TEAM_WORDS.search(text) or _TEAM.search(text):
         return Kind.RULE.value

@@ -152,7 +152,7 @@ _NOT_DIRECTIVE = (
 # with a noun is one convention ("Indent with tabs, never spaces, in the Makefile").
 _SENTENCE_SPLIT = re.compile(
     rf"""(?<=[.!?])\s+(?=\S)
-      | (?<=[。！？；;])\s*
+      | (?<=[。！？；;～])\s*
       | \n+
       | ,\s*and\s+(?=(?:the\s+)?(?:[A-Za-z][\w./-]*\s+){{1,3}}(?:go|goes|live|lives|run|runs|is|are|
             sit|sits|stay|stays|get|gets|belong|belongs)\b)
@@ -339,7 +339,11 @@ _SELF_DESCRIPTION = re.compile(
       | \bi(?:'m|\s+am)\s+(?:new\s+to|not\s+(?:very\s+|that\s+|super\s+)?(?:familiar|comfortable)\s+with)\b
       | \bi(?:'m|\s+am)\s+not\s+an?\s+[\w.+#-]+\s+(?:expert|person|dev|developer)\b
       | 我是[^，。；]{0,14}?(?:出身|转过来|转来|转行)|(?:^|[，,])\s*从\s*\S{1,12}\s*转过来
-      | 我对[^，。；]{1,24}?不(?:太|怎么|是很)?(?:熟|懂|了解)|不是\s*\S{1,10}\s*专家""",
+      | 我对[^，。；]{1,24}?不(?:太|怎么|是很)?(?:熟|懂|了解)|不是\s*\S{1,10}\s*专家
+      # "I'm colour-blind (deuteranopia), so please don't…", "I'm an ex-DBA so I'll review…"
+      | \bi(?:'m|\s+am)\s+(?:a\s+bit\s+)?[\w-]+\s*(?:\([^)]*\))?\s*,?\s+so\s+(?:please|pls|don'?t|i'?ll)\b
+      | \b(?:\d+|ten|twenty|many|several|a\s+few|\w+\s+decades?)\s+years\s+(?:of|with|in|doing)\s+[A-Za-z]
+      | 我\s*\S{0,12}?(?:写|用|做|干)(?:了)?(?:快|近|差不多|好几|十几|几)?[\d一二三四五六七八九十两]*年""",
     re.VERBOSE | re.IGNORECASE,
 )
 _WE = re.compile(r"\b(?:we|we're|our|us)\b|我们|咱们|团队", re.IGNORECASE)
@@ -918,6 +922,8 @@ def _classify(
 
     if s and _SELF_DESCRIPTION.search(s) and not _is_question(s) and not _WE.search(s):
         return draft(Kind.USER.value, "profile", 2)
+    if s and _YOUR_ROLE.match(s) and _substance(s) and not _is_question(s):
+        return draft(Kind.FEEDBACK.value, "feedback", 2)
     if s and _STANDING_ASK.search(s) and _substance(s) and not _HEDGE.search(s):
         # "Could you explain the migration stuff in plain words as you go?": asked as a
         # question, meant for the whole collaboration
@@ -1105,7 +1111,8 @@ def _classify(
     # a durable statement recognised by its structure (`statements`)
     if (
         statements
-        and len(_STACK_ITEM.findall(s)) >= 3
+        and len(_STACK_ITEM.findall(s)) >= 2
+        and re.search(r"\d\.\d|\bv\d", s)
         and statement_candidate(s)
         and not one_off(s)
         and not _IMPERATIVE_START.match(s)
@@ -1128,7 +1135,10 @@ def _classify(
 
 
 # A named part of a stack and its version: "Spring Boot 3.2", "Java 17", "Oracle 19c", "Swift 5.10".
-_STACK_ITEM = re.compile(r"(?<![\w.])(?-i:[A-Z][\w.+#-]*)(?:\s+[A-Z][\w.+#-]*)?\s+v?\d+(?:\.\d+)*[a-z]?\b")
+_STACK_ITEM = re.compile(
+    r"(?<![\w.])(?:(?-i:[A-Z][\w.+#-]*)(?:\s+[A-Z][\w.+#-]*)?\s+v?\d+(?:\.\d+)*[a-z]?"
+    r"|[a-z][\w.+#-]*\s+(?:v\d+|\d+\.\d+)(?:\.\d+)*)\b"
+)
 _IMPERATIVE_START = re.compile(
     r"^(?:please\s+)?(?:upgrade|bump|update|migrate|move|switch|install|add|remove|drop|use|try)\b"
     r"|^(?:把|升级|升到|换成|改成|帮我)",
@@ -1144,6 +1154,16 @@ def _statement_pointer(sentence: str) -> str | None:
             return url
     path = _DOC_PATH.search(_URL.sub(" ", sentence))
     return path.group() if path else None
+
+
+# The assistant's standing in the work ("You're read-only against clusters", "你只能看，不能改"):
+# how it works with the speaker.
+_YOUR_ROLE = re.compile(
+    r"^(?:you(?:'re|\s+are)\s+(?:read-only|not\s+allowed|allowed|only\s+allowed|never\s+allowed)|"
+    r"you\s+(?:can|may|cannot|can'?t|mustn'?t)\s+(?:only\s+)?(?:read|look|run|touch|change|apply|push|"
+    r"merge|deploy|commit))\b|^你(?:只能|只可以|不能|不可以)",
+    re.IGNORECASE,
+)
 
 
 def statement_candidate(s: str) -> bool:
@@ -1236,6 +1256,16 @@ def _correction(
         subcategory=fact_subcategory(body) if kind == Kind.PROJECT.value else "",
     )
     return memory, remaining
+
+
+def _refers_back(sentence: str) -> bool:
+    """Does `sentence` lean on the one before it: a pronoun for what it said ("it", "that", "它",
+    "这样"), within its first words?"""
+    head = " ".join(sentence.split()[:6])
+    return bool(
+        re.search(r"\b(?:it|its|it'?s|that|that'?s|this|they|them)\b", head, re.IGNORECASE)
+        or re.match(r"^(?:它|这样|这个|那样|否则|不然)", sentence.strip())
+    )
 
 
 def _continues(clause: str) -> bool:
@@ -1442,9 +1472,25 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 continue
             before, previous_sentence = previous_sentence, sentence
             if memory is None:
-                if comma and previous is not None and _continues(_strip_fillers(sentence)):
+                if (
+                    (comma or joined)
+                    and previous is not None
+                    and (_continues(_strip_fillers(sentence)) or joined and _refers_back(sentence))
+                ):
                     # "I read task logs in Loki, I barely open the Airflow UI": one sentence
                     _join(previous, replace(previous, content=_finish(sentence)), ", ")
+                    continue
+                if (
+                    previous is not None
+                    and previous.record_end == record.index
+                    and previous.kind in (Kind.RULE.value, Kind.PROJECT.value, Kind.LESSON.value)
+                    and _refers_back(sentence)
+                    and not _is_question(_strip_fillers(sentence))
+                    and not one_off(_strip_fillers(sentence))
+                ):
+                    # "Don't hand-edit config/crd/bases. `make manifests` regenerates it from the
+                    # markers and CI diffs the output…": the reason, told next, is the same memory
+                    _join(previous, replace(previous, content=_finish(sentence)), " ")
                     continue
                 previous = None
                 continue
