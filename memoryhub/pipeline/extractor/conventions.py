@@ -179,6 +179,8 @@ def convention(sentence: str) -> tuple[str, int, str] | None:
         return None
     if re.match(r"^(?:never\s+mind|no\s+(?:worries|problem|need))\b", sentence, re.I):
         return None
+    if not CJK.search(sentence) and len(re.findall(r"[A-Za-z]{2,}", sentence)) < 3:
+        return None  # "2, 3gb each.": a fragment of the sentence before
     latin_start = re.match(r"[\s`\"'(]*[A-Za-z]", sentence)
     if latin_start:
         if _BAD_START_EN.match(sentence) and not _YOU_NORM.match(sentence):
@@ -196,7 +198,12 @@ def convention(sentence: str) -> tuple[str, int, str] | None:
         or not _DESCRIBES.search(sentence)  # "Tabs, not spaces, for the frontend": verbless
         or bool(re.search(r"[,;]\s*no\s+\w", sentence, re.I))  # "…, no public fields"
     )
-    if _TEAM_SUBJECT.match(sentence) or describes_system(sentence):
+    if (
+        _TEAM_SUBJECT.match(sentence)
+        or describes_system(sentence)
+        # "合到 release 分支后 ArgoCD 会自己同步到 staging": what the tooling does on its own
+        or re.search(r"\bautomatically\b|\bon\s+its\s+own\b|\bby\s+itself\b|会自动|会自己|自动(?:同步|部署|触发)", sentence, re.I)
+    ):
         # "we use X, not Y" / "我们后端统一用 X" says what the team does; "Everything UI is
         # LiveView" what the system is
         normative = False

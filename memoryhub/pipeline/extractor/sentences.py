@@ -760,7 +760,7 @@ _RECORD_NOUN = (
 )
 _RECORD_PLACE = re.compile(
     rf"""(?:\b(?:is|are|go|goes|live|lives|sit|sits|kept|tracked|filed|logged|documented|
-            written\s+up|posted?|posts|recorded|collected|listed|described|land|lands|get\s+\w+ed|
+            written\s+up|posted?|posts|recorded|watch|collected|listed|described|land|lands|get\s+\w+ed|
             keeps?\s+(?:a|an|the|its|our)\s+[^.;]{0,40}?)
           \s+(?:\w+\s+){{0,2}}?(?:in|on|under|into|to|at)\b
         | \bwe\s+(?:use|keep|track)\s+(?=(?:{_RECORD_TOOL})\b)
@@ -882,6 +882,8 @@ def _is_transient_prohibition(sentence: str) -> bool:
     text = re.sub(r"from\s+now\s+on", " ", sentence, flags=re.IGNORECASE)
     if _TRANSIENT_EN.search(text) or _TRANSIENT_ZH.search(text):
         return True
+    if re.match(r"^(?:please\s+)?(?:don'?t|do\s+not)\s+\w+\s+the\s+\w+\s*[.!]?$", sentence, re.I):
+        return True  # "Don't swallow the error.": about the code at hand
     return bool(_PRONOUN_OBJECT.match(sentence.rstrip("。.!！")))
 
 
@@ -1008,6 +1010,8 @@ def _classify(
 
     # to-do
     todo = _TODO_EN.search(s) or _TODO_ZH.search(s)
+    if todo and re.search(r"(?:留|加|写|补)(?:个|一个|上)\s*TODO|\b(?:leave|add|put|drop)\s+a\s+todo\b", s, re.I):
+        todo = None  # "代码里 LIMIT 那留个 TODO 指过去": a comment to write in the code
     if todo and _substance(s, todo.group()):
         body = _TODO_PREFIX.sub("", s)
         return draft(Kind.PROJECT.value, "todo", 2, Subcategory.TODO.value, "TODO: " + body)
@@ -1486,7 +1490,8 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                     and previous.kind in (Kind.RULE.value, Kind.PROJECT.value, Kind.LESSON.value)
                     and _refers_back(sentence)
                     and not _is_question(_strip_fillers(sentence))
-                    and not one_off(_strip_fillers(sentence))
+                    and not not_standing(_strip_fillers(sentence))
+                    and not re.match(_IMPERATIVE_TASK_HEAD, _strip_fillers(sentence), re.I)
                 ):
                     # "Don't hand-edit config/crd/bases. `make manifests` regenerates it from the
                     # markers and CI diffs the output…": the reason, told next, is the same memory

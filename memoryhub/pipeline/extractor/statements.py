@@ -366,7 +366,7 @@ _ONE_OFF = re.compile(
             (?:Error|Exception|Exceeded|Timeout|Failure)\b
       | 又(?:出现|挂|报|崩|慢|超时|失败|卡)
       | 把[^，。,；;]{0,40}?(?:改成|改为|换成|调到|调成|去掉|删掉|加上)
-      | 这次|本次|今天|今晚|明天|暂时|刚才|刚刚|试试|试一下|看一下|看看""",
+      | 这次|本次|今天|今晚|明天|暂时|刚才|刚刚|试试|试一下|看一下|看看|顺手|顺便改""",
     re.VERBOSE | re.IGNORECASE,
 )
 # Said about the speaker ("for me, X is easier", "对我来说"): the speaker's own taste.
@@ -393,7 +393,7 @@ _PARTICULAR = re.compile(
         (?:this|that|these|those)\s+(?!(?:repo|repository|project|codebase|code\s*base|team|
             company|monorepo|app|service|way|kind|sort|is|are|was|were|will|would|should|can|
             in|into|on|to|for|with|at|by|from|of|and|or|but|means?|needs?|one\s+is)\b)[a-z]\w*)\b
-      | (?:这个|那个|这些|那些|这里|那里|上面的|下面的)(?!项目|仓库|团队|公司|代码库|\s*repo)""",
+      | (?:这个|那个|这些|那些|这里|那里|上面的|下面的|这块|这部分|这段)(?!项目|仓库|团队|公司|代码库|\s*repo)""",
     re.VERBOSE | re.IGNORECASE,
 )
 
@@ -532,6 +532,10 @@ def one_off(sentence: str) -> bool:
     )
 
 
+_FORBIDS = re.compile(
+    r"\b(?:never|must\s+not|mustn'?t|not\s+allowed|forbidden|banned)\b|不许|不准|禁止|严禁|不得|绝不",
+    re.IGNORECASE,
+)
 _PRESCRIBES_STRONGLY = (
     "en_convention_start",
     "en_modal",
@@ -558,7 +562,9 @@ def is_norm(sentence: str) -> bool:
     are…"), a named alternative or "用/按 X" prescribes."""
     fired = features(sentence)
     if "en_team_subject" in fired or "zh_team_subject" in fired:
-        return False
+        # "我们所有金额都是 HALF_EVEN，…double 不许出现在金额路径上": what the team does, with a
+        # prohibition in it, is its rule
+        return bool(_FORBIDS.search(sentence))
     strong = any(name in fired for name in _PRESCRIBES_STRONGLY)
     if not strong and any(name in fired for name in _DESCRIBES):
         return False
