@@ -734,7 +734,7 @@ def test_offline_stage1_shape() -> None:
     session = (
         Session()
         .user("Add a health check endpoint.")
-        .bash("go test ./...", "ok")
+        .bash("go test -race ./...", "ok")
         .user("Our CI runs on GitHub Actions. I prefer table-driven tests.")
     )
     records = session.records()
@@ -748,7 +748,7 @@ def test_offline_stage1_shape() -> None:
         "User preferences:\n- I prefer table-driven tests.",
         "## Task: Add a health check endpoint",
         "Outcome: success",
-        "Key steps:\n- Run tests with `go test ./...`.",
+        "Key steps:\n- Run tests with `go test -race ./...`.",
         "Things that did not work / things that can be improved:\n- none",
         "Reusable knowledge:\n- Our CI runs on GitHub Actions.",
         "Pointers and references (annotate why each item matters):\n- none",
@@ -790,20 +790,21 @@ def test_offline_memories_md_has_the_four_categories() -> None:
 
 # --- the dev corpus -------------------------------------------------------------------------------
 
-# Measured when the floors were set (bench/extractor_quality.py, issue 14 round 3, 116 sessions,
-# 718 planted): overall 95.2 % / 91.9 %; the in-house splits dev 100.0 % / 89.7 %, "holdout"
-# (ho31-ho38) 100.0 % / 89.6 %; the independent writers' sessions, tuned on (sets 5 and 6,
-# dev-set-8), together 87.4 % / 88.2 %. Fresh dev-set-8 batches scored before tuning came out at
-# 45-73 % precision, so these floors guard against regressions, not generalisation. The floors
-# leave a margin of a few points.
-PRECISION_FLOOR = 0.92
-RECALL_FLOOR = 0.88
+# Measured when the floors were set (bench/extractor_quality.py, issue 14 round 4, 142 sessions,
+# 919 planted): overall 89.8 % / 85.6 %; the in-house splits dev 100.0 % / 87.1 % (round 4 stopped
+# keeping a toolchain's default command such as `cargo build`, which the first writer planted),
+# "holdout" (ho31-ho38) 100.0 % / 91.7 %; the five independent writers' sessions, tuned on (sets 5,
+# 6 and 7, dev-set-8, dev-set-10), together about 80 % / 78 %. Fresh batches of a new writer scored
+# before tuning came out at 38-49 % precision (dev-set-10), so these floors guard against
+# regressions, not generalisation. The floors leave a margin of a few points.
+PRECISION_FLOOR = 0.87
+RECALL_FLOOR = 0.83
 DEV_PRECISION_FLOOR = 0.95
-DEV_RECALL_FLOOR = 0.87
+DEV_RECALL_FLOOR = 0.85
 HOLDOUT_PRECISION_FLOOR = 0.94
 HOLDOUT_RECALL_FLOOR = 0.85
-INDEPENDENT_PRECISION_FLOOR = 0.84
-INDEPENDENT_RECALL_FLOOR = 0.85
+INDEPENDENT_PRECISION_FLOOR = 0.76
+INDEPENDENT_RECALL_FLOOR = 0.75
 
 
 @pytest.fixture(scope="module")
@@ -840,16 +841,17 @@ def test_corpus_precision_and_recall(corpus: list[Any]) -> None:
     assert holdout.precision >= HOLDOUT_PRECISION_FLOOR, bench.render(report, details=True)
     assert holdout.recall >= HOLDOUT_RECALL_FLOOR, bench.render(report, details=True)
     independent = [t for name, t in report.by_split.items() if "independent writer" in name]
-    assert len(independent) == 3
+    assert len(independent) == 5
     tp = sum(t.tp for t in independent)
     precision = tp / sum(t.predicted for t in independent)
     recall = sum(t.tp_planted for t in independent) / sum(t.planted for t in independent)
     assert precision >= INDEPENDENT_PRECISION_FLOOR, bench.render(report, details=True)
     assert recall >= INDEPENDENT_RECALL_FLOOR, bench.render(report, details=True)
     # (`kubectl top` in ho32 was taken for a deploy until deploy tools needed a deploying verb.)
-    # One known hit: dv8_16's error_fix lesson quotes the failed `xcodebuild … name=iPhone 15`
-    # command, and "iPhone 15" is that writer's distractor for a one-off instruction.
-    assert report.distractor_hits <= 1, bench.render(report, details=True)
+    # Known hits: dv8_16's error_fix lesson quotes the failed `xcodebuild … name=iPhone 15`
+    # command, and "iPhone 15" is that writer's distractor for a one-off instruction; dv10_13's
+    # "NetUpdateFrequency 是默认的 100，不是这个" is taken for a convention.
+    assert report.distractor_hits <= 2, bench.render(report, details=True)
 
 
 def test_no_corpus_secret_reaches_any_output(corpus: list[Any]) -> None:

@@ -58,6 +58,18 @@ def _only(text: str) -> ExtractedMemory:
 
 
 @pytest.mark.parametrize(
+    "text", ["订单号由 Snowflake 算法生成，存成 bigint。", "缓存的 key 前缀是服务名加版本号。"]
+)
+def test_bare_chinese_descriptions_are_statement_like_but_below_the_threshold(text: str) -> None:
+    # Kept as project knowledge until round 4; the refit on two more independent writers (set 7,
+    # dev-set-10), who rarely keep a bare description of one thing, put them at 0.5-0.7: still
+    # far above a request or a report, no longer above the threshold.
+    probability = statements.score(statement_weights.DURABLE, text)
+    assert 0.5 <= probability < statements.THRESHOLD
+    assert statements.score(statement_weights.DURABLE, "帮我把重试次数改成 5。") < 0.5
+
+
+@pytest.mark.parametrize(
     ("text", "kind"),
     [
         # generic present-tense statements about the team's code: rule when they prescribe
@@ -70,8 +82,6 @@ def _only(text: str) -> ExtractedMemory:
         ("发版前先在预发环境验一遍。", "rule"),
         # …project knowledge when they describe a particular thing
         ("It's a Django 5 monolith with Celery for background jobs.", "project"),
-        ("订单号由 Snowflake 算法生成，存成 bigint。", "project"),
-        ("缓存的 key 前缀是服务名加版本号。", "project"),
         # the speaker about themself: their own taste
         ("For me, table-driven tests are easier to read.", "user"),
         ("I'm more of a vim person.", "user"),
@@ -84,6 +94,7 @@ def test_a_durable_statement_is_recognised_by_its_structure(text: str, kind: str
     assert memory.rule == "statement" or (kind, memory.rule) in {
         ("user", "preference"),
         ("project", "fact"),  # "It's a Django 5 monolith": the fact rule knows it first
+        ("rule", "convention"),  # "所有定时任务由 xxl-job 调度": a norm for every thing of a kind
     }
     assert memory.content.rstrip("。.") == text.rstrip("。.")
     assert 8 <= len(memory.keywords) <= 13
@@ -589,3 +600,66 @@ def test_a_troubleshooting_tip_is_a_lesson_and_other_conditionals_are_nothing(
     text: str, kinds: list[str]
 ) -> None:
     assert [m.kind for m in _after_task(text)] == kinds
+
+
+# --- round 4: what a reviewer on a new writer's sessions would not keep -----------------------
+
+
+def test_a_toolchains_default_command_is_no_memory_but_one_with_the_projects_arguments_is() -> None:
+    memories = _after_task(
+        "Thanks.",
+        commands=(
+            ("cargo build", "Finished dev"),
+            ("cargo test", "test result: ok"),
+            ("sbt test", "[success]"),
+            ("cmake --build --preset win-dev", "Build succeeded"),
+        ),
+    )
+    assert [m.content for m in memories] == ["Build with `cmake --build --preset win-dev`."]
+
+
+def test_a_test_run_narrowed_to_one_file_is_no_memory_whatever_its_language() -> None:
+    commands = (("flutter test test/push/push_service_test.dart", "All tests passed!"),)
+    assert _after_task("Thanks.", commands=commands) == []
+
+
+def test_a_command_the_speaker_asked_for_is_that_feedback_not_a_second_memory() -> None:
+    memories = _after_task(
+        "改完给我看之前先跑 `./gradlew spotlessApply`，不然 diff 里一堆 format noise。",
+        commands=(("./gradlew spotlessApply", "BUILD SUCCESSFUL"),),
+    )
+    assert [(m.kind, m.rule) for m in memories] == [("feedback", "feedback")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "fwiw I did Angular for years before this job, so explain the build-time bits.",
+        "I'm colour-blind (deuteranopia), so please don't propose red/green status dots.",
+        "另外说一下，我是硬件出身，Rust 生命周期那套不太熟，你写复杂泛型的时候加两句注释。",
+    ],
+)
+def test_who_the_speaker_is_is_their_profile_whatever_they_ask_with_it(text: str) -> None:
+    memory = _only(text)
+    assert (memory.kind, memory.rule) == ("user", "profile")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "People on steam say saves get corrupted if they alt-f4 mid autosave.",
+        "Second problem while we're here: the SELECT on Reservations scans.",
+        "Don't swallow the error.",
+    ],
+)
+def test_hearsay_and_remarks_about_the_code_at_hand_are_left_alone(text: str) -> None:
+    assert _after_task(text) == []
+
+
+def test_the_reason_told_in_the_next_sentence_is_the_same_memory() -> None:
+    memory = _only(
+        "Don't hand-edit config/crd/bases. `make manifests` regenerates it from the markers "
+        "and CI diffs the output."
+    )
+    assert memory.kind == "rule"
+    assert "make manifests" in memory.content and "config/crd/bases" in memory.content

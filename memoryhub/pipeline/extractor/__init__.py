@@ -116,7 +116,9 @@ def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
     # A command the speaker stated ("run make lint before you push anything") and that then ran
     # is one memory: the statement, as project knowledge of how to run things.
     for d in said:
-        if d.kind == Kind.RULE.value and _names_a_command(d.content):
+        # (the first sentence: a reason joined after a norm may quote a command of its own)
+        first = re.split(r"(?<=[.!?])\s+|(?<=[。！？])", d.content, maxsplit=1)[0]
+        if d.kind == Kind.RULE.value and _names_a_command(first):
             # "flashing goes through `make flash`", "打测试包用 `make apk-staging`": how a task is
             # run in this project is its ops knowledge, however it is phrased
             d.kind, d.subcategory = Kind.PROJECT.value, Subcategory.OPS.value

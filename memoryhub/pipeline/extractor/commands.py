@@ -553,7 +553,7 @@ _ONE_OFF_DEPLOY = re.compile(
 # project's tests: `rspec spec/jobs/digest_job_spec.rb`, `gradlew test --tests '*Migration*'`,
 # `flutter test test/push/push_service_test.dart` (any source file, whatever its language).
 _ONE_TEST = re.compile(
-    r"""\s(?:--tests?|-k|-run|--grep|-t|--testNamePattern|--filter)[\s=]|::|
+    r"""\s(?:--tests?|-k|-run|--grep|-t|--testNamePattern)[\s=]|\s--filter=|\btest\s+--filter\s|::|
         \s(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)*\.[a-z]{1,5}\b(?![/.])""",
     re.VERBOSE,
 )
@@ -600,7 +600,10 @@ def toolchain_default(text: str) -> bool:
     words = _split_words(text)
     verbs = _TOOLCHAIN_DEFAULTS.get(words[0] if words else "")
     return bool(
-        verbs and len(words) >= 2 and words[1] in verbs and all(_GENERIC_ARGS.match(w) for w in words[2:])
+        verbs
+        and len(words) >= 2
+        and words[1] in verbs
+        and all(_GENERIC_ARGS.match(w) for w in words[2:])
     )
 
 

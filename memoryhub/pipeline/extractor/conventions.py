@@ -202,7 +202,11 @@ def convention(sentence: str) -> tuple[str, int, str] | None:
         _TEAM_SUBJECT.match(sentence)
         or describes_system(sentence)
         # "合到 release 分支后 ArgoCD 会自己同步到 staging": what the tooling does on its own
-        or re.search(r"\bautomatically\b|\bon\s+its\s+own\b|\bby\s+itself\b|会自动|会自己|自动(?:同步|部署|触发)", sentence, re.I)
+        or re.search(
+            r"\bautomatically\b|\bon\s+its\s+own\b|\bby\s+itself\b|会自动|会自己|自动(?:同步|部署|触发)",
+            sentence,
+            re.I,
+        )
     ):
         # "we use X, not Y" / "我们后端统一用 X" says what the team does; "Everything UI is
         # LiveView" what the system is

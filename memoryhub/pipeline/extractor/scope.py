@@ -48,6 +48,7 @@ INTERACTION = re.compile(
       | \bon\s+my\s+behalf\b | 结论(?:放|写)(?:在)?前面|先(?:说|给)结论
       | \bi'?d\s+(?:also\s+|really\s+)?like\s+you\s+to\b
       | \bhow\s+i\s+(?:like|want)\s+to\s+work\b | \bwork\s+with\s+you\b
+      | \bone\s+(?:question|thing)\s+at\s+a\s+time\b
       | \bi\s+(?:want|need)\s+you\s+to\s+(?:always|ask|check)\b""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -118,7 +119,7 @@ _ASKS_YOU = re.compile(
 )
 # Taste that is about working with the speaker ("I prefer you ask me first") is feedback.
 _ASKS_ME = re.compile(
-    r"\b(?:ask(?:ing)?\s+me|check\s+with\s+me|confirm\s+with\s+me|tell\s+me|you)\b|问我|跟我确认|和我确认",
+    r"\b(?:ask(?:ing)?\s+me|check\s+with\s+me|confirm\s+with\s+me|tell\s+me|you)\b|问我|跟我确认|和我确认|你",
     re.IGNORECASE,
 )
 DECISION_WORDS = re.compile(

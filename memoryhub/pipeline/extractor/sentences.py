@@ -115,6 +115,7 @@ from memoryhub.pipeline.extractor.scope import (
     statement_kind,
 )
 from memoryhub.pipeline.extractor.statements import (
+    _ONE_OFF,
     judge_statement,
     not_standing,
     one_off,
@@ -331,19 +332,27 @@ _PROFILE = re.compile(
 # "我是从 AWS 转过来的", "我对 Scala 的隐式转换不太熟"): their profile, whatever they ask with it.
 _SELF_DESCRIPTION = re.compile(
     r"""\bi(?:'m|\s+am)\s+(?:an?\s+)?(?:ex-|former\s+)\w+
-      | \bi\s+(?:did|was\s+doing|wrote|worked\s+(?:in|on|with))\s+[\w.+#-]+(?:\s+[\w.+#-]+)?\s+for\s+
+      | \bi\s+(?:did|was\s+doing|wrote|worked\s+(?:in|on|with))\s+[\w.+#-]+(?:\s+
+          [\w.+#-]+)?\s+for\s+
           (?:years|a\s+decade|\w+\s+years)\b
       | \bi(?:'m|\s+am)\s+(?:only\s+)?(?:\d+|a\s+few|two|three|six)\s+(?:months?|weeks?)\s+into\b
-      | \bi(?:'m|\s+am)?\s+(?:came|come|coming)\s+(?:over\s+)?from\s+(?:\w+\s+){0,2}?(?:frontend|backend|web|
+      | \bi(?:'m|\s+am)?\s+(?:came|come|coming)\s+(?:over\s+)?from\s+(?:\w+\s+){0,2}?
+          (?:frontend|backend|web|
           mobile|ios|android|java|python|ruby|rails|php|\.net|embedded|hardware|data|ops|[A-Z]\w+)\b
-      | \bi(?:'m|\s+am)\s+(?:new\s+to|not\s+(?:very\s+|that\s+|super\s+)?(?:familiar|comfortable)\s+with)\b
+      | \bi(?:'m|\s+am)\s+(?:new\s+to|not\s+(?:very\s+|that\s+|super\s+)?
+          (?:familiar|comfortable)\s+with)\b
       | \bi(?:'m|\s+am)\s+not\s+an?\s+[\w.+#-]+\s+(?:expert|person|dev|developer)\b
+      | \bi(?:'m|\s+am)\s+(?:on|using|stuck\s+(?:on|with))\s+an?\s+[^.;]{0,40}?
+          \b(?:laptop|machine|mac|macbook|windows|linux|box|workstation)\b
       | 我是[^，。；]{0,14}?(?:出身|转过来|转来|转行)|(?:^|[，,])\s*从\s*\S{1,12}\s*转过来
       | 我对[^，。；]{1,24}?不(?:太|怎么|是很)?(?:熟|懂|了解)|不是\s*\S{1,10}\s*专家
       # "I'm colour-blind (deuteranopia), so please don't…", "I'm an ex-DBA so I'll review…"
-      | \bi(?:'m|\s+am)\s+(?:a\s+bit\s+)?[\w-]+\s*(?:\([^)]*\))?\s*,?\s+so\s+(?:please|pls|don'?t|i'?ll)\b
-      | \b(?:\d+|ten|twenty|many|several|a\s+few|\w+\s+decades?)\s+years\s+(?:of|with|in|doing)\s+[A-Za-z]
-      | 我\s*\S{0,12}?(?:写|用|做|干)(?:了)?(?:快|近|差不多|好几|十几|几)?[\d一二三四五六七八九十两]*年""",
+      | \bi(?:'m|\s+am)\s+(?:a\s+bit\s+)?[\w-]+\s*(?:\([^)]*\))?\s*,?\s+so\s+
+          (?:please|pls|don'?t|i'?ll)\b
+      | \b(?:\d+|ten|twenty|many|several|a\s+few|\w+\s+decades?)\s+years\s+
+          (?:of|with|in|doing)\s+[A-Za-z]
+      | 我\s*\S{0,12}?(?:写|用|做|干)(?:了)?(?:快|近|差不多|好几|十几|几)?
+          [\d一二三四五六七八九十两]*年""",
     re.VERBOSE | re.IGNORECASE,
 )
 _WE = re.compile(r"\b(?:we|we're|our|us)\b|我们|咱们|团队", re.IGNORECASE)
@@ -754,14 +763,14 @@ _RECORD_TOOL = (
     r"GitHub\s+(?:Discussions|Projects|wiki)|飞书|语雀|钉钉|企业微信|腾讯文档|石墨"
 )
 _RECORD_NOUN = (
-    r"\#[a-z][\w-]+|wiki|board|dashboard|experiment|space|tracker|handbook|knowledge\s+base|spreadsheet|"
+    r"\#[a-z][\w-]+|wiki|board|report|dashboard|experiment|space|tracker|handbook|knowledge\s+base|spreadsheet|"
     r"(?:confluence|notion|wiki)\s+page|page\s+in|sheet|drive|channel|看板|知识库|文档库|手册|字典|"
     r"值班群|群|面板|《[^》]{1,30}》"
 )
 _RECORD_PLACE = re.compile(
     rf"""(?:\b(?:is|are|go|goes|live|lives|sit|sits|kept|tracked|filed|logged|documented|
             written\s+up|posted?|posts|recorded|watch|collected|listed|described|land|lands|get\s+\w+ed|
-            keeps?\s+(?:a|an|the|its|our)\s+[^.;]{0,40}?)
+            keeps?\s+(?:a|an|the|its|our)\s+[^.;]{{0,40}}?)
           \s+(?:\w+\s+){{0,2}}?(?:in|on|under|into|to|at)\b
         | \bwe\s+(?:use|keep|track)\s+(?=(?:{_RECORD_TOOL})\b)
         | \b(?:it'?s|is|are)\s+on\s+(?=(?:{_RECORD_TOOL})\b)
@@ -772,7 +781,7 @@ _RECORD_PLACE = re.compile(
 # "以 X 为准", "去那里查", "check there": the place is where the answer is looked up
 _LOOKED_UP = re.compile(
     r"为准|去那(?:里|儿)|去\S{0,20}?(?:查|找|看)|\bcheck\s+there\b|\blook\s+(?:it\s+)?up\b|"
-    r"\bwhere\s+to\s+look\b|\bwhere\s+(?:it|they)\s+(?:is|are|lives?)\b",
+    r"\bwhere\s+to\s+look\b|\bwhere\s+(?:it|they)\s+(?:is|are|lives?)\b|\b(?:is|are)\s+where\b",
     re.I,
 )
 
@@ -810,10 +819,14 @@ def record_place(sentence: str) -> str | None:
     tool = re.search(rf"(?-i:{_RECORD_TOOL})", sentence[match.start() :])
     if tool is not None:  # "the Data Quality board in Linear": the tool names the place
         place = tool.group()
-    if re.search(r"(?<!\w)I(?!\w)|我(?!们)", sentence[: match.start()]):
+    if re.search(r"(?<!\w)I(?!\w)|我(?!们)", sentence[: match.start()]) and not re.search(
+        r"写进|写到|记到|记在|放到|发到|登记|\bwrite\s+(?:it|this|that)\s+up\b", sentence, re.I
+    ):
         return None  # "曲线我一般在 TensorBoard 里看": the speaker's habit
     if re.fullmatch(
-        r"board|space|experiment|dashboard|page\s+in|sheet|drive|channel|群|面板", place, re.I
+        r"board|space|experiment|dashboard|page\s+in|sheet|drive|channel|report|群|面板",
+        place,
+        re.I,
     ) and not (
         re.search(
             rf"(?-i:{_RECORD_TOOL})|\b[A-Z][\w-]+\b[^.]{{0,20}}\b{place}\b|['‘’\"“《]", sentence
@@ -962,7 +975,9 @@ def _classify(
             flags=re.IGNORECASE,
         )
         # "新来的基本都在这儿栽过": who fell into it and where ("here") names no pitfall of its own
-        rest = re.sub(r"新来的|新人|大家|基本(?:上)?|都|在这儿|在这里|这儿|这里|这上面|人", " ", rest)
+        rest = re.sub(
+            r"新来的|新人|大家|基本(?:上)?|都|在这儿|在这里|这儿|这里|这上面|人", " ", rest
+        )
         if _substance(rest):
             return draft(Kind.LESSON.value, "lesson", 3)
         # "Third time that's bitten us.": the pitfall is the sentence before (user_memories)
@@ -1010,7 +1025,9 @@ def _classify(
 
     # to-do
     todo = _TODO_EN.search(s) or _TODO_ZH.search(s)
-    if todo and re.search(r"(?:留|加|写|补)(?:个|一个|上)\s*TODO|\b(?:leave|add|put|drop)\s+a\s+todo\b", s, re.I):
+    if todo and re.search(
+        r"(?:留|加|写|补)(?:个|一个|上)\s*TODO|\b(?:leave|add|put|drop)\s+a\s+todo\b", s, re.I
+    ):
         todo = None  # "代码里 LIMIT 那留个 TODO 指过去": a comment to write in the code
     if todo and _substance(s, todo.group()):
         body = _TODO_PREFIX.sub("", s)
@@ -1333,12 +1350,13 @@ _INCIDENT = re.compile(
             in\s+(?:the\s+)?(?:spring|summer|fall|autumn|winter)|
             in\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*|
             once|ever\s+since|somebody|someone|the\s+[\d.]+\s+release)\b
-          [^.;]*?\b(?:broke|lost|took\s+(?:\w+\s+){0,3}down|went\s+down|incident|outage|miserable|
+          [^.;]*?\b(?:broke|lost|took\s+(?:\w+\s+){0,3}down|went\s+down|(?:was|were)\s+down|downtime|
+            incident|outage|miserable|
             corrupt\w*|double[- ]\w+|failed|crashed|wiped|leaked|paged|lost|nightmare|painful)\b)
       | \b(?:has|have)\s+(?:failed|broken|bitten|burned)\s+more\b
       | (?:之前|以前|去年|上次|那次|上个?月|上周|有次|有一次|曾经|前年)[^。；;]*?
           (?:丢|掉了|掉一半|挂了|崩|炸|出过|注入|查了|回滚|事故|错的数据|全是错|对不上|没了|被\S{0,4}坑|
-            错了|漏了|挂过|出事|重复|追了|慢了|吐槽|投诉|赔|清了|清空|全清|删了|全没|打挂)
+            错了|漏了|挂过|出事|重复|追了|慢了|吐槽|投诉|赔|清了|清空|全清|删了|全没|打挂|僵死|卡死|宕)
       # an error that comes back under a condition: "or you get exactly that error", "这个报错每个
       # 新 ViewModel 都会碰到", "消费别的域的事件都会撞上这个"
       | \b(?:or|otherwise)\s+you(?:'ll)?\s+get\s+(?:exactly\s+)?(?:that|this|the\s+same)\b
@@ -1438,7 +1456,20 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 tail = _lead_in_tail(sentence)
                 if tail is not None:
                     memory = _classify(tail, record.index)
-            if lesson is not None and not _is_question(_strip_fillers(sentence)):
+            if (
+                lesson is not None
+                and not _is_question(_strip_fillers(sentence))
+                # "…今晚 8 点有 playtest，先提交了": the moment is not part of the story
+                and not _ONE_OFF.search(_strip_fillers(sentence))
+                and not not_standing(_strip_fillers(sentence))
+                # "…蓝图那边不用动，我们 gameplay 逻辑全在 C++": what the project is, on another
+                # topic, is a memory of its own
+                and not (
+                    memory is not None
+                    and memory.kind in (Kind.PROJECT.value, Kind.REFERENCE.value, Kind.USER.value)
+                    and not _shared_topic(lesson.content, memory.content)
+                )
+            ):
                 # The rest of a lesson's message tells the story and the practice it left ("we
                 # got burned by …. Signals fired …. Do it with bulk_update."): one memory.
                 _join(lesson, memory or replace(lesson, content=_finish(sentence)), " ")
@@ -1485,11 +1516,14 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                     _join(previous, replace(previous, content=_finish(sentence)), ", ")
                     continue
                 if (
-                    previous is not None
+                    not comma
+                    and previous is not None
                     and previous.record_end == record.index
                     and previous.kind in (Kind.RULE.value, Kind.PROJECT.value, Kind.LESSON.value)
                     and _refers_back(sentence)
                     and not _is_question(_strip_fillers(sentence))
+                    and not _HEDGE.search(sentence)
+                    and not _ONE_OFF.search(_strip_fillers(sentence))
                     and not not_standing(_strip_fillers(sentence))
                     and not re.match(_IMPERATIVE_TASK_HEAD, _strip_fillers(sentence), re.I)
                 ):

@@ -345,6 +345,7 @@ _STRONG = re.compile(
 _ONE_OFF = re.compile(
     r"""^(?:please\s+)?(?:let'?s|let\s+me|go\s+ahead|can\s+you|could\s+you|would\s+you)\b
       | \b(?:yet|for\s+now|right\s+now|this\s+time|today|tonight|tomorrow|at\s+the\s+moment|
+            this\s+(?:week|weekend|morning|afternoon|evening|sprint)|
             in\s+this\s+(?:pr|commit|change|task|branch|ticket)|for\s+this\s+(?:pr|commit|change|task|one)|
             thanks|thank\s+you|don'?t\s+forget)\b
       | ^i'?m\s+(?!used\b)\w+ing\b | \b(?:by|since|until)\s+(?:monday|tuesday|wednesday|thursday|
@@ -366,6 +367,7 @@ _ONE_OFF = re.compile(
             (?:Error|Exception|Exceeded|Timeout|Failure)\b
       | 又(?:出现|挂|报|崩|慢|超时|失败|卡)
       | 把[^，。,；;]{0,40}?(?:改成|改为|换成|调到|调成|去掉|删掉|加上)
+      | ^在\s*\S[^，。]{0,40}?(?:里|中|上)?(?:加|删|改|换)(?:个|一个|上|掉)
       | 这次|本次|今天|今晚|明天|暂时|刚才|刚刚|试试|试一下|看一下|看看|顺手|顺便改""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -393,7 +395,8 @@ _PARTICULAR = re.compile(
         (?:this|that|these|those)\s+(?!(?:repo|repository|project|codebase|code\s*base|team|
             company|monorepo|app|service|way|kind|sort|is|are|was|were|will|would|should|can|
             in|into|on|to|for|with|at|by|from|of|and|or|but|means?|needs?|one\s+is)\b)[a-z]\w*)\b
-      | (?:这个|那个|这些|那些|这里|那里|上面的|下面的|这块|这部分|这段)(?!项目|仓库|团队|公司|代码库|\s*repo)""",
+      | (?:这个|那个|这些|那些|这里|那里|上面的|下面的|这块|这部分|这段)
+        (?!项目|仓库|团队|公司|代码库|\s*repo)""",
     re.VERBOSE | re.IGNORECASE,
 )
 
@@ -426,6 +429,7 @@ _NOT_STANDING = re.compile(
       | ^我(?!们)[^。]*(?:开会|会议|出差|请假|休假|值班|看牙|牙医|体检|
           这周|本周|下周|下午|上午|晚上|点以后|点之后)
       | ^好了|^(?:已经)?(?:修|搞|弄)好了|不\s*\S{1,12}\s*了[。！!]?$
+      | 我[^。；]{0,24}?(?:试了|测了|跑了一?下|看了一?下)
       # a deadline: "周五之前要上线", "月底前给到财务"
       | (?<!每)(?:周|星期|礼拜)[一二三四五六日天](?:之前|以前|前|要|上线|发布) | 月底(?:之前|前)
       | 没有[^，。]{1,20}[，,]\s*(?:但是?|可是)
@@ -438,12 +442,18 @@ _NOT_STANDING = re.compile(
       | \beven\s+though\b | \bcurrently\b | \bin\s+a\s+loop\b | \bnever\s+settle
       | \b(?:rn|atm)\b
       | \b(?:says|said|told\s+(?:me|us)|claims?|mentioned)\s+(?:that\s+)?
-          (?:they|it|he|she|we|you)\b""",
+          (?:they|it|he|she|we|you)\b
+      # hearsay: "People on steam say saves get corrupted if…", 用户反馈说…
+      | \b(?:people|users|customers|players|folks|someone|somebody)\b[^.;]{0,30}?
+          \b(?:say|says|said|report|reported|complain|complained)\b
+      | (?:用户|客户|玩家|有人)(?:反馈|反映|说|投诉)""",
     re.VERBOSE | re.IGNORECASE,
 )
 # A task step for this session: "Last thing: …", "First, …", "For this backfill…".
 _THIS_TASK = re.compile(
     r"""^(?:last|first|one\s+more|final)\s+(?:thing|step)\b|^(?:first|next|finally)\s*[,:]
+      | \bwhile\s+(?:we'?re|you'?re|we\s+are|you\s+are)\s+(?:here|in\s+there|at\s+it)\b
+      | ^(?:second|another|one\s+more|the\s+other)\s+(?:problem|issue|bug)\b
       | \bfor\s+this\s+\w+|\bthis\s+(?:backfill|run|rollout|migration|release|deploy|fix|bug|issue|
           job|experiment|time)\b
       | ^(?:最后|第一步|下一步|接下来)
@@ -473,7 +483,11 @@ def particular(sentence: str) -> bool:
         sentence = re.sub(r"(、[^，。、]{1,20}?\s*)(?:这些|那些)", r"\1", sentence)
         # "can-protocol 这个 crate", "hw-docs 仓库里那个 can-matrix.xlsx": 这个/那个 next to a name
         # names the thing, it does not point at the task
-        sentence = re.sub(r"(?<=[\w'’\"”》)])\s*(?:这个|那个)|(?:这个|那个)(?=\s*['‘\"“《A-Za-z])", " ", sentence)
+        sentence = re.sub(
+            r"(?<=[A-Za-z0-9_'’\"”》)])\s*(?:这个|那个)|(?:这个|那个)(?=\s*[\w-]+\.[a-z]{2,5}\b)",
+            " ",
+            sentence,
+        )
     return bool(_PARTICULAR.search(_relative_that(_repo_here(sentence))))
 
 
@@ -533,7 +547,8 @@ def one_off(sentence: str) -> bool:
 
 
 _FORBIDS = re.compile(
-    r"\b(?:never|must\s+not|mustn'?t|not\s+allowed|forbidden|banned)\b|不许|不准|禁止|严禁|不得|绝不",
+    r"\b(?:never|must|mustn'?t|not\s+allowed|forbidden|banned|always|only)\b|"
+    r"不许|不准|禁止|严禁|不得|绝不|一律|必须|务必|只能|别|不要",
     re.IGNORECASE,
 )
 _PRESCRIBES_STRONGLY = (
