@@ -154,7 +154,9 @@ if DATABASE_URL:
         raise ImproperlyConfigured("DATABASE_URL must be postgres://… or sqlite:///…")
     if _db["ENGINE"] == "django.db.backends.postgresql":
         # Fail fast while the server is down or restarting (requests answer 503), and check a
-        # reused connection before each request so a restart heals without restarting us.
+        # reused connection before a request so a restart heals without restarting us (our
+        # backend skips the check for a connection that served a request within a second).
+        _db["ENGINE"] = "memoryhub.core.postgresql"
         _db.setdefault("OPTIONS", {})["connect_timeout"] = env_int(
             "DATABASE_CONNECT_TIMEOUT", 5, minimum=1
         )
