@@ -19,7 +19,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from memoryhub.memories.text import tokenize
-from memoryhub.recall import search, selectors
+from memoryhub.recall import search
 from memoryhub.recall.conf import recall_config
 from memoryhub.sessions.models import AgentSession
 from projects.selectors import ProjectAccess
@@ -53,13 +53,15 @@ def keyword_hits(
     )
     config = recall_config(access.project.settings)
     top = search.rank(access=access, query=query, now=now, depth=k, config=config).ranked[:k]
-    if session is not None and top:
-        injected = selectors.injected_memory_ids(session=session, among=[r.memory_id for r in top])
-        top = [r for r in top if r.memory_id not in injected]
     if not top:
         return []
-    full = search.load_memories(project_id=access.project.pk, ids=[r.memory_id for r in top])
-    # A memory deleted since the bank copy was read is left out.
+    full = search.load_memories(
+        project_id=access.project.pk,
+        ids=[r.memory_id for r in top],
+        unless_injected_into=session,
+    )
+    # Left out: a memory injected since the last compaction, or deleted since the bank copy
+    # was read.
     return [
         search.Hit(memory=full[r.memory_id], score=r.score, raw=r.raw, base=r.base, parts=r.signal)
         for r in top

@@ -511,19 +511,31 @@ def memory_search(*, access: ProjectAccess, query: SearchQuery) -> list[Hit]:
     return hits
 
 
-def load_memories(*, project_id: int, ids: list[int]) -> dict[int, Memory]:
+def load_memories(
+    *, project_id: int, ids: list[int], unless_injected_into: AgentSession | None = None
+) -> dict[int, Memory]:
     """The winners, by id: one hand-written statement on PostgreSQL (the queryset's compilation
-    cost more than the read)."""
+    cost more than the read). With `unless_injected_into`, without those injected into that
+    session since its last compaction (the same statement: per-message recall asks each time)."""
     if connection.vendor != "postgresql":
-        return Memory.objects.filter(project_id=project_id).in_bulk(ids)
+        found = Memory.objects.filter(project_id=project_id).in_bulk(ids)
+        if unless_injected_into is not None:
+            injected = selectors.injected_memory_ids(session=unless_injected_into, among=ids)
+            found = {pk: m for pk, m in found.items() if pk not in injected}
+        return found
+    sql = (
+        f"SELECT {rows.columns(Memory, 'm')} FROM memories_memory m"  # noqa: S608
+        " WHERE m.project_id = %(project)s AND m.id = ANY(%(ids)s::bigint[])"
+    )
+    params: dict[str, Any] = {"project": project_id, "ids": rows.int_array(ids)}
+    if unless_injected_into is not None:
+        reason = RecallSeen.Reason.INJECTED
+        sql += f" AND NOT {selectors.seen_sql(memory_column='m.id', reason=reason)}"
+        params.update(session=unless_injected_into.pk, reason=reason)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {rows.columns(Memory, 'm')} FROM memories_memory m"  # noqa: S608
-            " WHERE m.project_id = %s AND m.id = ANY(%s::bigint[])",
-            [project_id, rows.int_array(ids)],
-        )
-        found = [rows.build(Memory, row) for row in cursor.fetchall()]
-    return {memory.pk: memory for memory in found}
+        cursor.execute(sql, params)
+        loaded = [rows.build(Memory, row) for row in cursor.fetchall()]
+    return {memory.pk: memory for memory in loaded}
 
 
 def _record_access(hits: list[Hit], session: AgentSession | None) -> None:

@@ -171,27 +171,43 @@ def _since_last_compaction(session: AgentSession) -> Coalesce:
     return Coalesce(Subquery(boundary), Value(datetime(1, 1, 1, tzinfo=UTC)))
 
 
+def _seen_where(alias: str, reason: str | None) -> str:
+    """THE "seen since the last compaction" rule over recall_recallseen rows `alias`: shown to
+    session %(session)s (with reason %(reason)s when `reason` is given) since its last compact
+    boundary."""
+    sql = (
+        f"{alias}.session_id = %(session)s"
+        f" AND {alias}.created_at > {since_compaction_sql('%(session)s')}"
+    )
+    return sql + (f" AND {alias}.reason = %(reason)s" if reason is not None else "")
+
+
+def seen_sql(*, memory_column: str, reason: str | None) -> str:
+    """The rule as an SQL predicate: the memory in `memory_column` was seen. Parameters:
+    {"session": pk, "reason": reason}."""
+    return (
+        f"EXISTS (SELECT 1 FROM {RecallSeen._meta.db_table} seen"  # noqa: S608
+        f" WHERE {_seen_where('seen', reason)} AND seen.memory_id = {memory_column})"
+    )
+
+
 def seen_memory_ids(
     *,
     session: AgentSession,
     reason: str | None = None,
     among: Iterable[int] | None = None,
 ) -> set[int]:
-    """THE "seen since the last compaction" rule: memories shown to the session (injected or
-    returned by a search; only `reason` when given; only those `among` when given) since its
-    last compact boundary. Seen-rows are written by services.recall_seen_mark only."""
-    if connection.vendor == "postgresql":  # every recall and session search asks: one statement
+    """Which memories (only those `among` when given) were shown to the session (injected or
+    returned by a search; only `reason` when given) since its last compact boundary.
+    Seen-rows are written by services.recall_seen_mark only."""
+    if connection.vendor == "postgresql":  # every session search asks: one statement
         sql = (
-            f"SELECT memory_id FROM {RecallSeen._meta.db_table}"  # noqa: S608
-            " WHERE session_id = %(session)s"
-            f" AND created_at > {since_compaction_sql('%(session)s')}"
+            f"SELECT seen.memory_id FROM {RecallSeen._meta.db_table} seen"  # noqa: S608
+            f" WHERE {_seen_where('seen', reason)}"
         )
-        params: dict[str, Any] = {"session": session.pk}
-        if reason is not None:
-            sql += " AND reason = %(reason)s"
-            params["reason"] = reason
+        params: dict[str, Any] = {"session": session.pk, "reason": reason}
         if among is not None:
-            sql += " AND memory_id = ANY(%(among)s::bigint[])"
+            sql += " AND seen.memory_id = ANY(%(among)s::bigint[])"
             params["among"] = rows.int_array(among)
         with connection.cursor() as cursor:
             cursor.execute(sql, params)

@@ -307,6 +307,7 @@ def seen_rules_outside_recall(root: Path = ROOT) -> list[str]:
 def test_one_seen_selector_and_one_seen_upsert() -> None:
     offenders = seen_rules_outside_recall()
     assert offenders == [], (
-        "Read what a session has seen with recall.selectors.seen_memory_ids and write it with "
+        "Read what a session has seen with recall.selectors.seen_memory_ids (or seen_sql inside "
+        "one statement) and write it with "
         "recall.services.recall_seen_mark:\n" + "\n".join(offenders)
     )
