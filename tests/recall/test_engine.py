@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.actors import Actor
@@ -257,3 +258,42 @@ def test_idf_uses_the_callers_visible_document_count(alice: User, project: Proje
     hits = memory_search(access=access, query=SearchQuery(text="beta", k=5, record=False))
     assert len(hits) == 1
     assert hits[0].raw == pytest.approx(math.log(1 + (3 - 1 + 0.5) / 1.5) * 1.3 / 1.3)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="PostgreSQL's page layout; CI runs it",
+)
+def test_hit_counts_are_bumped_in_place_without_index_writes(project: Project) -> None:
+    from django.db import connection
+
+    actor = Actor.for_system("test")
+    memory_services.memory_bulk_create(
+        project=project,
+        actor=actor,
+        items=[
+            MemoryInput(kind="fact", content=f"Note {i}: " + "the release train leaves " * 12)
+            for i in range(120)
+        ],
+    )
+    with connection.cursor() as cursor:
+        # One memory per filled page (every page but the last), as a search's scattered winners.
+        cursor.execute(
+            "SELECT DISTINCT ON ((ctid::text::point)[0]) id FROM memories_memory"
+            " WHERE project_id = %s AND (ctid::text::point)[0] <"
+            " (SELECT max((ctid::text::point)[0]) FROM memories_memory)"
+            " ORDER BY (ctid::text::point)[0], id",
+            [project.pk],
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+        assert len(ids) >= 3
+        hot_before = _xact_hot_updates(cursor)
+        memory_services.memory_record_access(memory_ids=ids, at=timezone.now())
+        # Each bump stayed on its page (a HOT update): no index entries were written.
+        assert _xact_hot_updates(cursor) - hot_before == len(ids)
+    assert set(Memory.objects.filter(pk__in=ids).values_list("hit_count", flat=True)) == {1}
+
+
+def _xact_hot_updates(cursor: Any) -> int:
+    cursor.execute("SELECT pg_stat_get_xact_tuples_hot_updated('memories_memory'::regclass)")
+    return int(cursor.fetchone()[0])
