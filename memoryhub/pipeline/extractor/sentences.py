@@ -1279,6 +1279,32 @@ def _correction(
     return memory, remaining
 
 
+# A choice the team made and why ("当初选 embassy 没选 RTIC 也是因为…", "the reason we're on fly and
+# not vercel", "We looked at a Postgres table for it in the design review…"): project knowledge of
+# its decisions, not a rule, even when it sounds like one.
+_DECISION = re.compile(
+    r"""当初|为啥没用|为什么没用|没选|(?:选|用)了?\S{1,20}?而不是
+      | \b(?:we\s+)?(?:chose|picked|went\s+with|settled\s+on|decided\s+(?:on|against))\b
+      | \bthe\s+reason\s+(?:we|we'?re|is\s+that)\b | \bthat'?s\s+settled\b | \bdesign\s+review\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# Where to look a thing up by its address: a host or an address named ("Airflow 在
+# airflow.internal.example.net", "队列卡了去看 Horizon，地址 /horizon").
+_LOOK_AT_ADDRESS = re.compile(
+    r"(?:去看|去查|看|在|\bat\b|\blives\s+at\b|\bis\s+at\b)\s*[^，。,;；]{0,30}?"
+    r"(?:\b[a-z][\w-]*(?:\.[\w-]+)*\.(?:net|com|io|org|internal|local|dev|cn|corp)\b|地址\s*/\S+)",
+    re.IGNORECASE,
+)
+
+
+def _decide_kind(memory: Draft, sentence: str) -> None:
+    """Kinds that follow from what the sentence is about, whichever rule found it."""
+    if memory.kind in (Kind.RULE.value, Kind.PROJECT.value) and _LOOK_AT_ADDRESS.search(sentence):
+        memory.kind, memory.subcategory = Kind.REFERENCE.value, ""
+    elif memory.kind == Kind.RULE.value and _DECISION.search(sentence):
+        memory.kind, memory.subcategory = Kind.PROJECT.value, Subcategory.DECISIONS.value
+
+
 def _refers_back(sentence: str) -> bool:
     """Does `sentence` lean on the one before it: a pronoun for what it said ("it", "that", "它",
     "这样"), within its first words?"""
@@ -1452,6 +1478,8 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
             # "库存服务加一个…RPC"): only a trigger rule, never the statement model, keeps it.
             memory = _classify(sentence, record.index, statements=not opener)
             opener = False
+            if memory is not None:
+                _decide_kind(memory, _strip_fillers(sentence))
             if memory is None and not not_standing(_strip_fillers(sentence)):
                 tail = _lead_in_tail(sentence)
                 if tail is not None:
