@@ -151,7 +151,9 @@ def extract(records: Sequence[SourceRecord]) -> list[ExtractedMemory]:
     # flavor，本地跑 `yarn android --mode=devDebug`"): then that statement is the memory, and the
     # lesson that quotes it says nothing more.
     standing = [d for d in quoted if d.kind in (Kind.PROJECT.value, Kind.USER.value)]
-    lessons = [ls for ls in lessons if not any(d.content.rstrip("。.") in ls.content for d in standing)]
+    lessons = [
+        ls for ls in lessons if not any(d.content.rstrip("。.") in ls.content for d in standing)
+    ]
     quoted = [d for d in quoted if d not in standing]
     drafts = [d for d in said if d not in quoted] + commands + lessons
     drafts.sort(key=lambda d: (d.record_start, d.record_end))

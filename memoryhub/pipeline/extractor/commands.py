@@ -589,8 +589,12 @@ _TOOLCHAIN_DEFAULTS = {
     "./gradlew": {"test", "build"},
     "zig": {"build"},
     "nix": {"build"},
+    "cmake": {"--build"},
 }
-_GENERIC_ARGS = re.compile(r"^(?:\./\.\.\.|\.\.\.|\.|all|-q|--quiet|-v|--verbose|-L|\.#default)$")
+_GENERIC_ARGS = re.compile(
+    r"^(?:\./\.\.\.|\.\.\.|\.|all|-q|--quiet|-v|--verbose|-L|\.#default|--nologo|q|quiet|minimal|"
+    r"build(?:/\w+)?)$"
+)
 
 
 def toolchain_default(text: str) -> bool:

@@ -1292,7 +1292,8 @@ _DECISION = re.compile(
 # airflow.internal.example.net", "队列卡了去看 Horizon，地址 /horizon").
 _LOOK_AT_ADDRESS = re.compile(
     r"(?:去看|去查|看|在|\bat\b|\blives\s+at\b|\bis\s+at\b)\s*[^，。,;；]{0,30}?"
-    r"(?:\b[a-z][\w-]*(?:\.[\w-]+)*\.(?:net|com|io|org|internal|local|dev|cn|corp)\b|地址\s*/\S+)",
+    r"\b[a-z][\w-]*(?:\.[\w-]+)*\.(?:net|com|io|org|internal|local|dev|cn|corp)\b"
+    r"|(?:地址|\baddress\b|\burl\b)\s*(?:是|is)?\s*[:：]?\s*/\S+",
     re.IGNORECASE,
 )
 
@@ -1303,6 +1304,13 @@ def _decide_kind(memory: Draft, sentence: str) -> None:
         memory.kind, memory.subcategory = Kind.REFERENCE.value, ""
     elif memory.kind == Kind.RULE.value and _DECISION.search(sentence):
         memory.kind, memory.subcategory = Kind.PROJECT.value, Subcategory.DECISIONS.value
+
+
+# "it"/"them"/它 in a sentence's first words, standing for something said before ("It's all
+# Compose" names a thing).
+_LEANS_ON_UNSAID = re.compile(
+    r"\b(?:it|them)\b(?!'s\s+(?:a|an|all|the)\b|\s+(?:is|was)\s+(?:a|an|all)\b)|^它(?!们)", re.I
+)
 
 
 def _refers_back(sentence: str) -> bool:
@@ -1534,6 +1542,15 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 previous_sentence = sentence
                 continue
             before, previous_sentence = previous_sentence, sentence
+            if (
+                memory is not None
+                and previous is None
+                and memory.rule in ("statement", "convention", "prohibition")
+                and _LEANS_ON_UNSAID.search(" ".join(_strip_fillers(sentence).split()[:4]))
+            ):
+                # "Nobody adds it anywhere in this codebase.", "It's written in the header
+                # comment…" after a sentence that held no memory: "it" is something not kept
+                memory = None
             if memory is None:
                 if (
                     (comma or joined)
@@ -1639,6 +1656,13 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 else:
                     sep = "; " if joined else ", "
                     memory.content = head + sep + memory.content[:1].lower() + memory.content[1:]
+            if (
+                memory.rule == "prohibition"
+                and CJK.search(memory.content)
+                and len(re.sub(r"[\s。.!！，,]", "", memory.content)) <= 5
+            ):
+                previous = None
+                continue  # "别搞反。", "别用它跑。": too short to name more than this step
             if story and memory.kind in (Kind.RULE.value, Kind.PROJECT.value):
                 memory.content = story + " " + memory.content
                 memory.kind, memory.subcategory = Kind.LESSON.value, ""
