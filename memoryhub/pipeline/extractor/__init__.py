@@ -24,8 +24,10 @@ The extractor is a package, one module per idea, each with its part of the rules
 * `stage1`: oh-my-pi's stage-1 JSON and MewCode's memories.md.
 
 `extract` keeps one memory per thing said: a command the speaker stated and that then ran is the
-statement's memory (as project knowledge), and the speaker's explanation that an error_fix
-lesson already quotes is that lesson.
+statement's memory (as project knowledge; a command the speaker asked for as feedback stays that
+feedback), and the speaker's explanation that an error_fix lesson already quotes is that lesson,
+unless the explanation is project or user knowledge of its own: then it stands and the lesson
+goes. A toolchain's bare default command (`cargo test`) is no memory (`commands`).
 """
 
 from __future__ import annotations
