@@ -10,7 +10,9 @@ Tool calls: an assistant `tool_use` block of a shell tool (Bash, shell, run_comm
     `grep`, `echo` and the like. There is one memory per command family (`pytest`,
     `manage.py migrate`, `npm run lint` …), with the shortest successful form. A chained line
     (`a && b; c`) is cut into its commands and each is judged on its own, with the `cd` /
-    `export` steps before it: commands that do different things are never joined.
+    `export` steps before it: commands that do different things are never joined. A toolchain's
+    bare default (`cargo test`, `sbt test`, `go test ./...`) and a test run narrowed to one file
+    or a name filter are not kept.
 `error_fix` → lesson, importance 2. A failed shell command whose output shows an environment
     or tooling problem (missing module or binary, refused connection, credentials, version
     conflicts, unsupported protocol, missing table…). It must be followed later by a
