@@ -349,7 +349,7 @@ _SELF_DESCRIPTION = re.compile(
       # "I'm colour-blind (deuteranopia), so please don't…", "I'm an ex-DBA so I'll review…"
       | \bi(?:'m|\s+am)\s+(?:a\s+bit\s+)?[\w-]+\s*(?:\([^)]*\))?\s*,?\s+so\s+
           (?:please|pls|don'?t|i'?ll)\b
-      | \b(?:\d+|ten|twenty|many|several|a\s+few|\w+\s+decades?)\s+years\s+
+      | \bi\b[^.;]{0,40}?\b(?:\d+|ten|twenty|many|several|a\s+few|\w+\s+decades?)\s+years\s+
           (?:of|with|in|doing)\s+[A-Za-z]
       | 我\s*\S{0,12}?(?:写|用|做|干)(?:了)?(?:快|近|差不多|好几|十几|几)?
           [\d一二三四五六七八九十两]*年""",
