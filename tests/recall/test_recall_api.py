@@ -10,7 +10,10 @@ from rest_framework.test import APIClient
 from accounts.actors import Actor
 from accounts.models import User
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
+from memoryhub.memories.models import Memory
+from memoryhub.recall.api.recall import RecallMemoryResultSerializer
 from memoryhub.recall.models import RecallSeen, RecallSurfaced
+from memoryhub.recall.search import Hit
 from memoryhub.sessions.models import SessionRecord
 from projects.models import Project, Role
 from projects.selectors import project_access
@@ -74,6 +77,27 @@ def test_it_returns_hits_and_files_in_one_injection(alice_client: APIClient) -> 
     assert (file["type"], file["path"], file["age_days"]) == ("file", "testing.md", 0)
     assert RecallSeen.objects.filter(reason="injected").count() == 1
     assert RecallSurfaced.objects.count() == 1
+
+
+def test_memory_results_are_exactly_the_serializers_output(alice_client: APIClient) -> None:
+    setup_bank(alice_client)
+    alice_client.post(
+        P + "memories/",
+        {
+            "kind": "rule",
+            "content": "pytest 中文说明：先跑 -q。",
+            "title": "pytest",
+            "importance": 4,
+        },
+        format="json",
+    )
+    results = recall(alice_client, "pytest").json()["results"]
+    rows = [r for r in results if r["type"] == "memory"]
+    assert len(rows) == 2
+    memories = {str(m.public_id): m for m in Memory.objects.all()}
+    for row in rows:
+        hit = Hit(memory=memories[row["id"]], score=row["score"], raw=0.0)
+        assert row == RecallMemoryResultSerializer(hit).data
 
 
 def test_the_agents_transcript_flags_the_injection(alice_client: APIClient) -> None:

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from accounts.actors import actor_of
 from memoryhub.recall import recall_files, services
+from memoryhub.recall.api.serializers import datetime_out
 from memoryhub.recall.models import RecallFile
 from memoryhub.recall.search import Hit
 from memoryhub.sessions.selectors import session_get
@@ -41,6 +42,24 @@ class RecallMemoryResultSerializer(serializers.Serializer):
 
     def get_type(self, hit: Hit) -> str:
         return "memory"
+
+
+def recall_memory_row(hit: Hit) -> dict[str, Any]:
+    """RecallMemoryResultSerializer's output as a plain dict, built directly: recall runs on
+    every user message, and DRF's fields cost more than the rest of the answer. Tests hold
+    the two equal."""
+    memory = hit.memory
+    return {
+        "type": "memory",
+        "id": str(memory.public_id),
+        "kind": memory.kind,
+        "scope": memory.scope,
+        "title": memory.title,
+        "content": memory.content,
+        "importance": int(memory.importance),
+        "score": float(hit.score),
+        "updated_at": datetime_out(memory.updated_at),
+    }
 
 
 class RecallFileResultSerializer(serializers.Serializer):
@@ -108,8 +127,8 @@ class RecallApi(APIView):
             recent_tools=data.get("recent_tools", ()),
             as_of=data.get("as_of"),
         )
-        results = [RecallMemoryResultSerializer(hit).data for hit in result.hits] + [
+        results = [recall_memory_row(hit) for hit in result.hits] + [
             RecallFileResultSerializer(file, context={"now": result.now}).data
             for file in result.files
         ]
-        return Response(self.RecallOutput({"results": results, "text": result.text}).data)
+        return Response({"results": results, "text": result.text})  # RecallOutput's shape
