@@ -463,6 +463,7 @@ def bench_stack(
         facts["pg_settings"] = {k: v for k, v in db_facts.items() if k != "version"}
         server = server_class(env, tmp / "gunicorn.log", workers, app_dir)
         kind = "uvicorn" if server_class is AsgiServer else "sync"
+        facts["gunicorn"] = f"{workers} {kind} workers"
         log(f"starting gunicorn ({workers} {kind} workers) on {server.base_url}")
         stack.callback(server.stop)  # registered after db.drop, so it runs before it
         server.start()
