@@ -464,7 +464,7 @@ def bench_stack(
         server = server_class(env, tmp / "gunicorn.log", workers, app_dir)
         kind = "uvicorn" if server_class is AsgiServer else "sync"
         facts["gunicorn"] = f"{workers} {kind} workers"
-        log(f"starting gunicorn ({workers} {kind} workers) on {server.base_url}")
+        log(f"starting gunicorn ({facts['gunicorn']}) on {server.base_url}")
         stack.callback(server.stop)  # registered after db.drop, so it runs before it
         server.start()
         api = Api(server.base_url, token)

@@ -10,14 +10,14 @@ import time
 import httpx
 import pytest
 from django.core.signals import request_finished
-from django.db import connection, connections
+from django.db import connections
 
 from accounts.actors import Actor
 from accounts.models import User
 from accounts.services import token_create
 from memoryhub.core.postgresql.base import RECENTLY_SERVED_S, DatabaseWrapper
 from projects.models import Project
-from tests.reliability.servers import CuttableProxy, gunicorn
+from tests.reliability.servers import gunicorn, proxied_test_database
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("DATABASE_URL", "").startswith("postgres") is False,
@@ -61,27 +61,16 @@ def test_a_server_idle_while_postgresql_dropped_its_connection_answers_the_next_
     alice: User, project: Project
 ) -> None:
     _, raw = token_create(user=alice, name="idle", actor=Actor.for_system("test"))
-    s = connection.settings_dict
-    proxy = CuttableProxy(s["HOST"] or "127.0.0.1", int(s["PORT"] or 5432))
-    proxy.restore()
-    url = f"postgres://{s['USER']}:{s['PASSWORD']}@127.0.0.1:{proxy.port}/{s['NAME']}"
-    env = os.environ | {"DATABASE_URL": url, "DEBUG": "false"}
     memories = f"/api/v1/projects/{project.slug}/memories/"
     headers = {"Authorization": f"Bearer {raw}"}
-    with gunicorn(env) as base, httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+    with (
+        proxied_test_database() as (proxy, url),
+        gunicorn(os.environ | {"DATABASE_URL": url, "DEBUG": "false"}) as base,
+        httpx.Client(base_url=base, headers=headers, timeout=30) as http,
+    ):
         assert http.get(memories).status_code == 200
         proxy.cut()  # PostgreSQL restarts while the server is idle
         proxy.restore()
         time.sleep(RECENTLY_SERVED_S + 0.2)
         # Without a health check the reused, dead connection would fail this request (503).
         assert http.get(memories).status_code == 200
-    proxy.cut()
-    with connection.cursor() as cursor:
-        for _ in range(100):
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND pid <> pg_backend_pid()"
-            )
-            if cursor.fetchone()[0] == 0:
-                break
-            time.sleep(0.1)

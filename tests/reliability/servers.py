@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,6 +89,29 @@ class CuttableProxy:
             for s in (src, dst):
                 with contextlib.suppress(OSError):
                     s.close()
+
+
+@contextlib.contextmanager
+def proxied_test_database() -> Iterator[tuple[CuttableProxy, str]]:
+    """A CuttableProxy in front of the test database and a DATABASE_URL through it. On exit
+    the proxy is cut and this waits (at most 10 s) until the backends it served have ended,
+    so that the test database can be dropped."""
+    s = connection.settings_dict
+    proxy = CuttableProxy(s["HOST"] or "127.0.0.1", int(s["PORT"] or 5432))
+    proxy.restore()
+    try:
+        yield proxy, f"postgres://{s['USER']}:{s['PASSWORD']}@127.0.0.1:{proxy.port}/{s['NAME']}"
+    finally:
+        proxy.cut()
+        with connection.cursor() as cursor:
+            for _ in range(100):
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND pid <> pg_backend_pid()"
+                )
+                if cursor.fetchone()[0] == 0:
+                    break
+                time.sleep(0.1)
 
 
 @contextlib.contextmanager

@@ -4,18 +4,16 @@ says so, and the same server process recovers without a restart."""
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import httpx
 import pytest
-from django.db import connection
 
 from accounts.actors import Actor
 from accounts.models import User
 from accounts.services import token_create
 from projects.models import Project
-from tests.reliability.servers import CuttableProxy, gunicorn
+from tests.reliability.servers import gunicorn, proxied_test_database
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("DATABASE_URL", "").startswith("postgres") is False,
@@ -26,14 +24,13 @@ pytestmark = pytest.mark.skipif(
 @pytest.mark.django_db(transaction=True)
 def test_requests_fail_fast_during_an_outage_and_recover(alice: User, project: Project) -> None:
     _, raw = token_create(user=alice, name="outage", actor=Actor.for_system("test"))
-    s = connection.settings_dict
-    proxy = CuttableProxy(s["HOST"] or "127.0.0.1", int(s["PORT"] or 5432))
-    proxy.restore()
-    url = f"postgres://{s['USER']}:{s['PASSWORD']}@127.0.0.1:{proxy.port}/{s['NAME']}"
-    env = os.environ | {"DATABASE_URL": url, "DEBUG": "false"}
     headers = {"Authorization": f"Bearer {raw}"}
     memories = f"/api/v1/projects/{project.slug}/memories/"
-    with gunicorn(env) as base, httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+    with (
+        proxied_test_database() as (proxy, url),
+        gunicorn(os.environ | {"DATABASE_URL": url, "DEBUG": "false"}) as base,
+        httpx.Client(base_url=base, headers=headers, timeout=30) as http,
+    ):
         assert http.get(memories).status_code == 200
 
         proxy.cut()
@@ -54,14 +51,3 @@ def test_requests_fail_fast_during_an_outage_and_recover(alice: User, project: P
         assert http.get("/healthz").json()["database"]["ok"] is True
         created = http.post(memories, json={"kind": "fact", "content": "written after"})
         assert created.status_code == 201
-    proxy.cut()
-    # Let the server's backends end before the test database is dropped.
-    with connection.cursor() as cursor:
-        for _ in range(100):
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND pid <> pg_backend_pid()"
-            )
-            if cursor.fetchone()[0] == 0:
-                break
-            time.sleep(0.1)

@@ -2,8 +2,8 @@
 
 Django pings a reused connection (SELECT 1, a round trip) before the first query of every
 request. That is what lets the server heal after PostgreSQL restarts, but a connection that
-finished a request cleanly a moment ago is as good as checked, and the ping was about a tenth
-of a small API request's time. So a connection that served a request less than
+finished a request cleanly a moment ago is as good as checked, and the ping was about a third
+of a small API request's time over HTTP. So a connection that served a request less than
 RECENTLY_SERVED_S ago is trusted; an older one is checked as before. A request that races a
 restart fails with 503 (database_unavailable, as it could anyway), and the failed
 connection is closed at that request's end, so the next request reconnects.
@@ -37,10 +37,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def mark_served(self) -> None:
         """After a request's end-of-request cleanup: still open means it worked."""
         self.served_at = time.monotonic() if self.connection is not None else None
-
-    def close(self) -> None:
-        self.served_at = None
-        super().close()
 
 
 def _mark_served(**kwargs: Any) -> None:

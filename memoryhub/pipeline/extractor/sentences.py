@@ -115,10 +115,10 @@ from memoryhub.pipeline.extractor.scope import (
     statement_kind,
 )
 from memoryhub.pipeline.extractor.statements import (
-    _ONE_OFF,
     judge_statement,
     not_standing,
     one_off,
+    one_off_by_construction,
     particular,
 )
 from memoryhub.sessions.conversation import text_of
@@ -1482,22 +1482,23 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
             joined = at > 0 and text[:at].rstrip().endswith((";", "；"))
             comma = at > 0 and text[:at].rstrip().endswith((",", "，"))
             cursor = max(cursor, at + len(sentence))
+            bare = _strip_fillers(sentence)
             # The session's first sentence opens the task ("I need a 'Void invoice' action",
             # "库存服务加一个…RPC"): only a trigger rule, never the statement model, keeps it.
             memory = _classify(sentence, record.index, statements=not opener)
             opener = False
             if memory is not None:
-                _decide_kind(memory, _strip_fillers(sentence))
-            if memory is None and not not_standing(_strip_fillers(sentence)):
+                _decide_kind(memory, bare)
+            if memory is None and not not_standing(bare):
                 tail = _lead_in_tail(sentence)
                 if tail is not None:
                     memory = _classify(tail, record.index)
             if (
                 lesson is not None
-                and not _is_question(_strip_fillers(sentence))
+                and not _is_question(bare)
                 # "…今晚 8 点有 playtest，先提交了": the moment is not part of the story
-                and not _ONE_OFF.search(_strip_fillers(sentence))
-                and not not_standing(_strip_fillers(sentence))
+                and not one_off_by_construction(bare)
+                and not not_standing(bare)
                 # "…蓝图那边不用动，我们 gameplay 逻辑全在 C++": what the project is, on another
                 # topic, is a memory of its own
                 and not (
@@ -1511,9 +1512,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 _join(lesson, memory or replace(lesson, content=_finish(sentence)), " ")
                 continue
             lesson = None
-            if _incident(_strip_fillers(sentence)) and (
-                memory is None or memory.kind != Kind.LESSON
-            ):
+            if _incident(bare) and (memory is None or memory.kind != Kind.LESSON):
                 if norm is not None and not (memory is not None and comma and previous is not norm):
                     # "Lock updates always go in their own PR. In the spring we mixed one in and
                     # bisecting was miserable.": the norm and its story, one lesson
@@ -1546,7 +1545,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 memory is not None
                 and previous is None
                 and memory.rule in ("statement", "convention", "prohibition")
-                and _LEANS_ON_UNSAID.search(" ".join(_strip_fillers(sentence).split()[:4]))
+                and _LEANS_ON_UNSAID.search(" ".join(bare.split()[:4]))
             ):
                 # "Nobody adds it anywhere in this codebase.", "It's written in the header
                 # comment…" after a sentence that held no memory: "it" is something not kept
@@ -1555,7 +1554,7 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                 if (
                     (comma or joined)
                     and previous is not None
-                    and (_continues(_strip_fillers(sentence)) or joined and _refers_back(sentence))
+                    and (_continues(bare) or joined and _refers_back(sentence))
                 ):
                     # "I read task logs in Loki, I barely open the Airflow UI": one sentence
                     _join(previous, replace(previous, content=_finish(sentence)), ", ")
@@ -1566,11 +1565,11 @@ def user_memories(expanded: Sequence[SourceRecord]) -> list[Draft]:
                     and previous.record_end == record.index
                     and previous.kind in (Kind.RULE.value, Kind.PROJECT.value, Kind.LESSON.value)
                     and _refers_back(sentence)
-                    and not _is_question(_strip_fillers(sentence))
+                    and not _is_question(bare)
                     and not _HEDGE.search(sentence)
-                    and not _ONE_OFF.search(_strip_fillers(sentence))
-                    and not not_standing(_strip_fillers(sentence))
-                    and not re.match(_IMPERATIVE_TASK_HEAD, _strip_fillers(sentence), re.I)
+                    and not one_off_by_construction(bare)
+                    and not not_standing(bare)
+                    and not re.match(_IMPERATIVE_TASK_HEAD, bare, re.I)
                 ):
                     # "Don't hand-edit config/crd/bases. `make manifests` regenerates it from the
                     # markers and CI diffs the output…": the reason, told next, is the same memory

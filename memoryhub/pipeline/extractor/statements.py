@@ -508,6 +508,12 @@ def _repo_here(sentence: str) -> str:
 _REASON = re.compile(r"\b(?:otherwise|or\s+else|so\s+that|because)\b|否则|不然|以免|免得")
 
 
+def one_off_by_construction(sentence: str) -> bool:
+    """Is `sentence` one-off by its form alone (_ONE_OFF: a request, an edit of this code, a
+    remark tied to the moment), whatever it reports?"""
+    return bool(_ONE_OFF.search(sentence))
+
+
 def one_off(sentence: str) -> bool:
     """Is `sentence` a request, a problem report or a remark about the moment (never a durable
     statement)?"""
