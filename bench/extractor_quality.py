@@ -5,6 +5,16 @@
 --corpus DIR scores another directory of sessions in the same format (default: the corpus
 below); every split label found in the sessions' expected.json gets its own row.
 
+Other extractors, same labels and scoring:
+
+    --predictions DIR    score DIR/<name>.memories.json ({"memories": [...]}) instead of the
+                         offline extractor: an LLM's answers in the typed shape the product asks
+                         for (checked by the product's validator), or a reviewer's {kind, content}
+    --llm-prompts DIR    write the product's typed-memories request for each session to
+                         DIR/<name>.prompt.json (its messages), for any model to answer
+    --llm DIR            send those requests to the OpenAI-compatible endpoint of LLM_BASE_URL,
+                         LLM_MODEL and LLM_API_KEY, keep the answers in DIR and score them
+
 Each session of the corpus is a MewCode record file `<name>.jsonl` with a sidecar
 `<name>.expected.json` that lists the planted memories ({kind, must_contain, scope}) and the
 distractors, which must not become memories ({must_not_contain}).
@@ -43,12 +53,14 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import memoryhub.pipeline.extractor as extractor_package
+from memoryhub.memories.kinds import Kind
+from memoryhub.pipeline import prompts
 from memoryhub.pipeline.extractor import ExtractedMemory, SourceRecord, extract, source_records
 from memoryhub.sessions.records import record_from_dict
 
@@ -198,8 +210,92 @@ def _max_matching(
     return {i: j for j, i in owner.items()}
 
 
-def score_session(session: Session) -> SessionScore:
-    predicted = extract(session.records)
+Predict = Callable[[Session], list[ExtractedMemory]]
+
+
+def offline(session: Session) -> list[ExtractedMemory]:
+    return extract(session.records)
+
+
+def record_range(session: Session) -> tuple[int, int]:
+    return session.records[0].index, session.records[-1].index
+
+
+def typed_prompt(session: Session) -> list[Any]:  # the SDK's message dicts
+    """The messages the product sends an LLM to extract `session` (no existing memories)."""
+    return [dict(m) for m in prompts.typed_memories_messages(session.records, [])]
+
+
+def read_predictions(directory: Path) -> Predict:
+    """Memories from DIR/<name>.memories.json. An answer in the product's typed shape goes
+    through the product's validator (an invalid answer counts as no memories, as the pipeline
+    would retry and then fall back); items with only kind and content are a reviewer's."""
+
+    def predict(session: Session) -> list[ExtractedMemory]:
+        path = directory / f"{session.name}.memories.json"
+        if not path.exists():
+            raise SystemExit(f"--predictions: {path} is missing")
+        answer = json.loads(path.read_text(encoding="utf-8"))
+        items = answer.get("memories", []) if isinstance(answer, dict) else []
+        if items and all(isinstance(i, dict) and "record_start" in i for i in items):
+            try:
+                return prompts.validate_typed(
+                    {"memories": items}, record_range=record_range(session)
+                )
+            except ValueError as error:
+                print(f"{session.name}: invalid answer ({error}); counted as none", file=sys.stderr)
+                return []
+        kinds = set(Kind.values)
+        return [
+            ExtractedMemory(
+                kind=i["kind"],
+                content=i["content"],
+                title="",
+                keywords=(),
+                importance=1,
+                record_start=0,
+                record_end=0,
+                rule="given",
+            )
+            for i in items
+            if i.get("kind") in kinds and str(i.get("content", "")).strip()
+        ]
+
+    return predict
+
+
+def ask_llm(sessions: Sequence[Session], directory: Path) -> None:
+    """Each session's typed-memories request to the configured OpenAI-compatible endpoint; the
+    answers (JSON, fences stripped) are written to DIR/<name>.memories.json."""
+    import openai  # only this mode needs it
+
+    model = os.environ.get("LLM_MODEL", "")
+    if not model:
+        raise SystemExit("--llm needs LLM_MODEL (and LLM_BASE_URL for a local server)")
+    client = openai.OpenAI(
+        base_url=os.environ.get("LLM_BASE_URL") or None,
+        api_key=os.environ.get("LLM_API_KEY") or "none",
+        timeout=float(os.environ.get("LLM_TIMEOUT_SECONDS", "300")),
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    for session in sessions:
+        reply = client.chat.completions.create(
+            model=model,
+            messages=typed_prompt(session),
+            temperature=0,
+        )
+        text = (reply.choices[0].message.content or "").strip()
+        text = re.sub(r"^```(?:json)?\s*|\s*```$", "", text)
+        try:
+            answer = json.loads(text)
+        except json.JSONDecodeError:
+            answer = {"memories": [], "unparsed": text}
+        path = directory / f"{session.name}.memories.json"
+        path.write_text(json.dumps(answer, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def score_session(session: Session, predict: Predict = offline) -> SessionScore:
+    predicted = predict(session)
     hits = []
     for i, memory in enumerate(predicted):
         content = memory.content.lower()
@@ -217,8 +313,8 @@ def score_session(session: Session) -> SessionScore:
     )
 
 
-def score(sessions: Sequence[Session]) -> Report:
-    report = Report(sessions=[score_session(s) for s in sessions])
+def score(sessions: Sequence[Session], predict: Predict = offline) -> Report:
+    report = Report(sessions=[score_session(s, predict) for s in sessions])
     for result in report.sessions:
         buckets = [
             report.overall,
@@ -254,11 +350,11 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f} %"
 
 
-def render(report: Report, *, details: bool = False) -> str:
+def render(report: Report, *, details: bool = False, label: str = "Offline extractor") -> str:
     o = report.overall
     langs: Counter[str] = Counter(s.language for s in report.sessions)
     out = [
-        f"Offline extractor on the corpus: {len(report.sessions)} sessions "
+        f"{label} on the corpus: {len(report.sessions)} sessions "
         f"({', '.join(f'{n} {lang}' for lang, n in sorted(langs.items()))}), "
         f"{sum(len(s.planted) for s in report.sessions)} planted memories; "
         f"{sum(1 for s in report.sessions if s.split == 'holdout')} sessions are a held-out split "
@@ -390,14 +486,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="a directory of <name>.jsonl + <name>.expected.json sessions (default: %(default)s)",
     )
+    others = parser.add_mutually_exclusive_group()
+    others.add_argument("--predictions", type=Path, metavar="DIR", help="score DIR's memories")
+    others.add_argument("--llm-prompts", type=Path, metavar="DIR", help="write the LLM requests")
+    others.add_argument("--llm", type=Path, metavar="DIR", help="ask the LLM, keep answers in DIR")
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sessions = load_corpus(args.corpus)
     if not sessions:
         parser.error(f"--corpus: no <name>.jsonl sessions in {args.corpus}")
-    report = score(sessions)
+    if args.llm_prompts:
+        args.llm_prompts.mkdir(parents=True, exist_ok=True)
+        for session in sessions:
+            path = args.llm_prompts / f"{session.name}.prompt.json"
+            messages = typed_prompt(session)
+            path.write_text(json.dumps(messages, ensure_ascii=False, indent=1), encoding="utf-8")
+        print(f"{len(sessions)} requests written to {args.llm_prompts}")
+        return 0
+    if args.llm:
+        ask_llm(sessions, args.llm)
+    answers = args.predictions or args.llm
+    report = score(sessions, read_predictions(answers) if answers else offline)
     if not args.quiet:
-        print(render(report, details=args.details))
+        label = f"Memories in {answers}" if answers else "Offline extractor"
+        print(render(report, details=args.details, label=label))
     if args.compare:
         print()
         before = _other_extractor(args.compare, args.corpus)

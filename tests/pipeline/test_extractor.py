@@ -923,3 +923,96 @@ def test_ingestion_and_the_extractor_share_one_detector() -> None:
     assert records.contains_injection is markers.contains_injection
     assert services.contains_injection is markers.contains_injection
     assert not hasattr(services, "_contains_injection")
+
+
+# --- scoring other extractors: an LLM's answers, a reviewer's memories ---------------------------
+
+
+def _one_session_corpus(directory: Path) -> Any:
+    """A corpus of one corpus session (copied), and that session as the bench loads it."""
+    source = bench.CORPUS / "dv01_airflow_partitions.jsonl"
+    for path in (source, source.with_suffix(".expected.json")):
+        (directory / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    (session,) = bench.load_corpus(directory)
+    return session
+
+
+def _answer_item(session: Any, planted: dict[str, Any], kind: str) -> dict[str, Any]:
+    first, last = bench.record_range(session)
+    item = {
+        "kind": kind,
+        "content": "Remember: " + " ".join(planted["must_contain"]),
+        "title": "planted",
+        "keywords": ["planted"],
+        "importance": 2,
+        "record_start": first,
+        "record_end": last,
+    }
+    if kind == "project":
+        item["subcategory"] = "ops"
+    return item
+
+
+def test_the_bench_scores_an_llm_endpoints_answers_with_the_products_prompt_and_validator(
+    fake_llm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    session = _one_session_corpus(tmp_path)
+    right, wrong_kind = session.planted[0], session.planted[1]
+    other = "lesson" if wrong_kind["kind"] != "lesson" else "reference"
+    answer = {"memories": [_answer_item(session, right, right["kind"])]}
+    answer["memories"].append(_answer_item(session, wrong_kind, other))
+    fake_llm.reply("```json\n" + json.dumps(answer) + "\n```")  # fences are stripped
+    monkeypatch.setenv("LLM_BASE_URL", fake_llm.url)
+    monkeypatch.setenv("LLM_MODEL", "fake-default")
+    monkeypatch.setenv("LLM_API_KEY", "sk-fake-test-key")
+    out = tmp_path / "answers"
+    numbers = tmp_path / "numbers.json"
+
+    assert bench.main(["--corpus", str(tmp_path), "--llm", str(out), "--json", str(numbers)]) == 0
+
+    (request,) = fake_llm.requests
+    assert request.body["model"] == "fake-default"
+    assert request.body["messages"] == bench.typed_prompt(session)  # the product's own request
+    assert "must_contain" not in json.dumps(request.body)  # the labels never reach the model
+    kept = json.loads((out / "dv01_airflow_partitions.memories.json").read_text(encoding="utf-8"))
+    assert kept == answer
+    scored = json.loads(numbers.read_text(encoding="utf-8"))
+    assert (scored["predicted"], scored["true_positives"]) == (2, 1)  # a wrong kind is no match
+    assert scored["recall"] == pytest.approx(1 / len(session.planted))
+    assert f"Memories in {out}" in capsys.readouterr().out
+
+
+def test_the_bench_counts_an_invalid_llm_answer_as_no_memories(tmp_path: Path) -> None:
+    session = _one_session_corpus(tmp_path)
+    item = _answer_item(session, session.planted[0], session.planted[0]["kind"])
+    item["record_end"] = bench.record_range(session)[1] + 5  # outside the session: the validator
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    (answers / f"{session.name}.memories.json").write_text(json.dumps({"memories": [item]}))
+
+    report = bench.score([session], bench.read_predictions(answers))
+
+    assert (report.overall.predicted, report.overall.tp) == (0, 0)
+
+
+def test_the_bench_scores_a_reviewers_memories_and_writes_the_llm_requests(
+    tmp_path: Path,
+) -> None:
+    session = _one_session_corpus(tmp_path)
+    planted = session.planted[0]
+    given = tmp_path / "given"
+    given.mkdir()
+    memories = [
+        {"kind": planted["kind"], "content": " / ".join(planted["must_contain"])},
+        {"kind": "no-such-kind", "content": "dropped: not a kind"},
+        {"kind": "rule", "content": "Nothing that was planted."},
+    ]
+    (given / f"{session.name}.memories.json").write_text(json.dumps({"memories": memories}))
+
+    report = bench.score([session], bench.read_predictions(given))
+
+    assert (report.overall.predicted, report.overall.tp) == (2, 1)
+    assert bench.main(["--corpus", str(tmp_path), "--llm-prompts", str(tmp_path / "p")]) == 0
+    written = json.loads((tmp_path / "p" / f"{session.name}.prompt.json").read_text())
+    assert written == bench.typed_prompt(session)
+    assert [m["role"] for m in written] == ["system", "user"]
