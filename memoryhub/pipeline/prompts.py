@@ -283,17 +283,21 @@ def validate_stage1_output(obj: Any) -> dict[str, Any]:
 
 _KIND_GUIDE = {
     Kind.SOUL: "how the assistant itself should be and behave in general (its manner, voice)",
-    Kind.USER: "who the user is and their lasting preferences: coding style, tools, habits "
-    "(MewCode 用户偏好)",
-    Kind.FEEDBACK: "corrections and guidance the user gave about the assistant's work: what it "
-    "got wrong and what is right, how to work with this user (MewCode 纠正反馈)",
-    Kind.PROJECT: "knowledge about the project, with a subcategory (MewCode 项目知识)",
-    Kind.REFERENCE: "where to look: documentation, URLs, dashboards, runbooks, doc paths "
-    "(MewCode 参考资料)",
-    Kind.FACT: "one atomic fact about the code or its environment",
-    Kind.LESSON: "a pitfall and its fix: an error, why it happened, what resolved it",
-    Kind.TOPIC: "an ongoing thread of work with its goal (give `goal`)",
-    Kind.RULE: "a design principle or constraint the code must follow",
+    Kind.USER: "who the user is (background, role, experience) and their own taste in code and "
+    "tools (MewCode 用户偏好)",
+    Kind.FEEDBACK: "how the user wants the assistant to work with them: corrections of its work, "
+    "how to answer (language, length, format), what to ask before doing (MewCode 纠正反馈)",
+    Kind.PROJECT: "how this project is laid out, built, tested, run and deployed, its stack and "
+    "the decisions taken with their reason, with a subcategory (MewCode 项目知识)",
+    Kind.REFERENCE: "where something lives outside the code: documentation, wiki pages, "
+    "dashboards, trackers, channels, runbooks (MewCode 参考资料)",
+    Kind.FACT: "rare: a lasting fact about the environment that fits no other kind",
+    Kind.LESSON: "a pitfall the team was bitten by: what went wrong, why, and the fix or how to "
+    "avoid it",
+    Kind.TOPIC: "rare: a thread of work the user says goes on across sessions, with its goal "
+    "(give `goal`)",
+    Kind.RULE: "a norm the team follows or a constraint the code must respect: what must or must "
+    "not be done here",
 }
 _SUBCATEGORY_GUIDE = {
     Subcategory.OVERVIEW: "what the project is",
@@ -323,15 +327,25 @@ MewCode's four memory categories map onto kinds: 用户偏好 → user, 纠正�
 项目知识 → project (or fact, lesson, rule, topic when one of those fits better), 参考资料 → \
 reference.
 
-What may become a memory:
-- what the user said (preferences, prohibitions, corrections, facts about the project, \
-references, to-dos), in the user's own wording where a reason or a preference is concerned;
-- what the session proved: commands that worked, errors and the fix that resolved them.
-Never: the assistant's guesses or unverified claims; one-off task details; questions; anything \
-inside <memoryhub-context> blocks (that text came from memory already); secrets (passwords, \
-tokens, keys: leave them out entirely).
-One fact per memory, self-contained. Do not repeat any of the existing memories listed by the \
-user, not even reworded. When nothing durable happened, answer {{"memories": []}}.
+What may become a memory: what a teammate starting a new session here would need and could not \
+read off the code quickly.
+- what the user said that stays true beyond this task: the team's norms, how the project is \
+laid out and run, decisions and why, where things are documented or tracked, who the user is, \
+how they want the assistant to work, to-dos they gave for later;
+- what the session proved: a pitfall with its cause and fix, or the working way to build, test \
+or run something after the obvious way failed (project knowledge, ops, unless the team was \
+bitten by it before: then a lesson).
+Never: the task itself or what was just implemented (the code, its functions, files and \
+signatures are in the repository); one-off instructions for this task; today's state (an \
+outage, who is away, a date this week); options considered and left out, deferred or rejected; \
+values still to be confirmed; the assistant's guesses or unverified claims; questions; \
+anything inside <memoryhub-context> blocks (that text came from memory already); secrets \
+(passwords, tokens, keys: leave them out entirely).
+One memory per thing said, self-contained: a norm and the incident that taught it are one \
+lesson; two unrelated norms in one message are two memories. Write "content" in the language the user \
+said it in, close to their wording, with names, paths, commands, numbers and identifiers \
+exactly as written. Do not repeat any of the existing memories listed by the user, not even \
+reworded. When nothing durable happened, answer {{"memories": []}}.
 
 Each memory is an object with these keys:
 - "kind": one of the kinds above;
