@@ -283,12 +283,15 @@ def validate_stage1_output(obj: Any) -> dict[str, Any]:
 
 _KIND_GUIDE = {
     Kind.SOUL: "how the assistant itself should be and behave in general (its manner, voice)",
-    Kind.USER: "who the user is (background, role, experience) and their own taste in code and "
-    "tools (MewCode 用户偏好)",
-    Kind.FEEDBACK: "how the user wants the assistant to work with them: corrections of its work, "
-    "how to answer (language, length, format), what to ask before doing (MewCode 纠正反馈)",
+    Kind.USER: "who the user is (background, role, experience, what they are new to) and their "
+    'own taste in code and tools, also when it says what follows for the assistant ("8 years '
+    'of DBA work, skip the basics") (MewCode 用户偏好)',
+    Kind.FEEDBACK: "an instruction about the assistant's work that stands on its own: "
+    "corrections, how to answer (language, length, format), what to ask before doing "
+    "(MewCode 纠正反馈)",
     Kind.PROJECT: "how this project is laid out, built, tested, run and deployed, its stack and "
-    "the decisions taken with their reason, with a subcategory (MewCode 项目知识)",
+    'the versions it is pinned to (also when said as a constraint: "Zig 0.13, no 0.14 '
+    'syntax"), the decisions taken with their reason, with a subcategory (MewCode 项目知识)',
     Kind.REFERENCE: "where something lives outside the code: documentation, wiki pages, "
     "dashboards, trackers, channels, runbooks (MewCode 参考资料)",
     Kind.FACT: "rare: a lasting fact about the environment that fits no other kind",
@@ -342,19 +345,19 @@ values still to be confirmed; the assistant's guesses or unverified claims; ques
 anything inside <memoryhub-context> blocks (that text came from memory already); secrets \
 (passwords, tokens, keys: leave them out entirely).
 One memory per thing said, self-contained: a norm and the incident that taught it are one \
-lesson; two unrelated norms in one message are two memories. Write "content" in the language the user \
-said it in, close to their wording, with names, paths, commands, numbers and identifiers \
-exactly as written. Do not repeat any of the existing memories listed by the user, not even \
-reworded. When nothing durable happened, answer {{"memories": []}}.
+lesson; two unrelated norms in one message are two memories. Write "content" in the language \
+the user said it in, close to their wording, with names, paths, commands, numbers and \
+identifiers exactly as written. Do not repeat any of the existing memories listed by the \
+user, not even reworded. When nothing durable happened, answer {{"memories": []}}.
 
 Each memory is an object with these keys:
 - "kind": one of the kinds above;
 - "content": the memory itself, one to three sentences;
 - "title": a short title of at most 60 characters;
-- "keywords": {MIN_KEYWORDS} to {MAX_KEYWORDS} distinct words or short phrases that a future \
-prompt needing this memory would contain (think backwards from such a prompt). Use the \
-languages of the session, prefer concrete entities and proper nouns, leave out the project's \
-name;
+- "keywords": {MIN_KEYWORDS} to {MAX_KEYWORDS} words or short phrases, distinct also when \
+case is ignored, that a future prompt needing this memory would contain (think backwards from \
+such a prompt). Use the languages of the session, prefer concrete entities and proper nouns, \
+leave out the project's name;
 - "importance": an integer 1 to 4: 4 a red line (safety, data loss, security), 3 something the \
 user stressed or that applies everywhere, 2 an abstracted decision or convention, 1 minor;
 - "subcategory": only for kind project (required there);
