@@ -265,9 +265,15 @@ def read_predictions(directory: Path) -> Predict:
 
 
 def ask_llm(sessions: Sequence[Session], directory: Path) -> None:
-    """Each session's typed-memories request to the configured OpenAI-compatible endpoint; the
-    answers (JSON, fences stripped) are written to DIR/<name>.memories.json."""
-    import openai  # only this mode needs it
+    """Each session's typed-memories request to the configured OpenAI-compatible endpoint, read
+    as the pipeline reads it (the product's JSON extraction and validator, and one repair request
+    with what was wrong); the answers are written to DIR/<name>.memories.json."""
+    import django
+    import openai  # only this mode needs it and Django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    django.setup()
+    from memoryhub.llm.client import REPAIR_PROMPT, extract_json
 
     model = os.environ.get("LLM_MODEL", "")
     if not model:
@@ -277,17 +283,30 @@ def ask_llm(sessions: Sequence[Session], directory: Path) -> None:
         api_key=os.environ.get("LLM_API_KEY") or "none",
         timeout=float(os.environ.get("LLM_TIMEOUT_SECONDS", "300")),
     )
+
+    def ask(messages: list[Any]) -> str:
+        reply = client.chat.completions.create(model=model, messages=messages, temperature=0)
+        return reply.choices[0].message.content or ""
+
+    def problem(text: str, session: Session) -> str | None:
+        try:
+            prompts.validate_typed(extract_json(text), record_range=record_range(session))
+        except (ValueError, TypeError, KeyError) as error:  # JSONDecodeError is a ValueError
+            return str(error)
+        return None
+
     directory.mkdir(parents=True, exist_ok=True)
     for session in sessions:
-        reply = client.chat.completions.create(
-            model=model,
-            messages=typed_prompt(session),
-            temperature=0,
-        )
-        text = (reply.choices[0].message.content or "").strip()
-        text = re.sub(r"^```(?:json)?\s*|\s*```$", "", text)
+        messages = typed_prompt(session)
+        text = ask(messages)
+        if wrong := problem(text, session):
+            repair = [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": REPAIR_PROMPT.format(problem=wrong)},
+            ]
+            text = ask(messages + repair)
         try:
-            answer = json.loads(text)
+            answer = extract_json(text)
         except json.JSONDecodeError:
             answer = {"memories": [], "unparsed": text}
         path = directory / f"{session.name}.memories.json"

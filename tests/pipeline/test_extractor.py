@@ -1016,3 +1016,25 @@ def test_the_bench_scores_a_reviewers_memories_and_writes_the_llm_requests(
     written = json.loads((tmp_path / "p" / f"{session.name}.prompt.json").read_text())
     assert written == bench.typed_prompt(session)
     assert [m["role"] for m in written] == ["system", "user"]
+
+
+def test_the_bench_sends_an_invalid_llm_answer_back_once_as_the_pipeline_does(
+    fake_llm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _one_session_corpus(tmp_path)
+    planted = session.planted[0]
+    item = _answer_item(session, planted, planted["kind"])
+    fake_llm.reply(json.dumps({"memories": [{**item, "keywords": ["Planted", "planted"]}]}))
+    fake_llm.reply(json.dumps({"memories": [item]}))
+    monkeypatch.setenv("LLM_BASE_URL", fake_llm.url)
+    monkeypatch.setenv("LLM_MODEL", "fake-default")
+    out = tmp_path / "answers"
+
+    bench.ask_llm([session], out)
+    report = bench.score([session], bench.read_predictions(out))
+
+    first, repair = fake_llm.requests
+    assert repair.body["messages"][:2] == first.body["messages"]
+    assert repair.body["messages"][-1]["role"] == "user"
+    assert "duplicate" in repair.body["messages"][-1]["content"]
+    assert (report.overall.predicted, report.overall.tp) == (1, 1)
