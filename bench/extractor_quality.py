@@ -34,7 +34,10 @@ the predictions does not matter). Everything predicted and unmatched is a false 
 if it looks harmless: the corpus labels what a careful reviewer would keep. A distractor hit is
 a prediction whose content contains all of a distractor's substrings; such a hit is also a
 false positive. A project memory that matches also has its subcategory compared with the
-planted one, which is reported but does not count towards precision.
+planted one, which is reported but does not count towards precision. With --by-scope a match
+needs the planted scope instead of the planted kind (user and feedback are the user's scope,
+the other kinds the project's): independent reviewers agree on scope far more often than on
+rule vs project knowledge vs lesson.
 
 Prints Markdown tables: overall, per kind (precision over predictions of that kind, recall over
 planted memories of that kind), per rule (precision only: rules have no planted counterpart)
@@ -59,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import memoryhub.pipeline.extractor as extractor_package
-from memoryhub.memories.kinds import Kind
+from memoryhub.memories.kinds import DEFAULT_SCOPE, Kind
 from memoryhub.pipeline import prompts
 from memoryhub.pipeline.extractor import ExtractedMemory, SourceRecord, extract, source_records
 from memoryhub.sessions.records import record_from_dict
@@ -180,18 +183,26 @@ def load_corpus(directory: Path = CORPUS) -> list[Session]:
     return sessions
 
 
-def _matches(memory: ExtractedMemory, planted: dict[str, Any]) -> bool:
+def _matches(memory: ExtractedMemory, planted: dict[str, Any], *, by_scope: bool = False) -> bool:
     content = memory.content.lower()
     kinds = {planted["kind"], *planted.get("also_kinds", ())}
-    return memory.kind in kinds and all(s.lower() in content for s in planted["must_contain"])
+    if by_scope:  # the right statement in the right scope, whatever the kind within it
+        right = DEFAULT_SCOPE[Kind(memory.kind)] in {DEFAULT_SCOPE[Kind(k)] for k in kinds}
+    else:
+        right = memory.kind in kinds
+    return right and all(s.lower() in content for s in planted["must_contain"])
 
 
 def _max_matching(
-    predicted: Sequence[ExtractedMemory], planted: Sequence[dict[str, Any]]
+    predicted: Sequence[ExtractedMemory],
+    planted: Sequence[dict[str, Any]],
+    *,
+    by_scope: bool = False,
 ) -> dict[int, int]:
     """Maximum bipartite matching (Kuhn's algorithm): predicted index → planted index."""
     edges = {
-        i: [j for j, p in enumerate(planted) if _matches(m, p)] for i, m in enumerate(predicted)
+        i: [j for j, p in enumerate(planted) if _matches(m, p, by_scope=by_scope)]
+        for i, m in enumerate(predicted)
     }
     owner: dict[int, int] = {}  # planted index → predicted index
 
@@ -313,7 +324,9 @@ def ask_llm(sessions: Sequence[Session], directory: Path) -> None:
         path.write_text(json.dumps(answer, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
-def score_session(session: Session, predict: Predict = offline) -> SessionScore:
+def score_session(
+    session: Session, predict: Predict = offline, *, by_scope: bool = False
+) -> SessionScore:
     predicted = predict(session)
     hits = []
     for i, memory in enumerate(predicted):
@@ -327,13 +340,15 @@ def score_session(session: Session, predict: Predict = offline) -> SessionScore:
         split=session.split,
         predicted=predicted,
         planted=session.planted,
-        matches=_max_matching(predicted, session.planted),
+        matches=_max_matching(predicted, session.planted, by_scope=by_scope),
         distractor_hits=hits,
     )
 
 
-def score(sessions: Sequence[Session], predict: Predict = offline) -> Report:
-    report = Report(sessions=[score_session(s, predict) for s in sessions])
+def score(
+    sessions: Sequence[Session], predict: Predict = offline, *, by_scope: bool = False
+) -> Report:
+    report = Report(sessions=[score_session(s, predict, by_scope=by_scope) for s in sessions])
     for result in report.sessions:
         buckets = [
             report.overall,
@@ -442,7 +457,9 @@ def _tally_json(t: Tally) -> dict[str, Any]:
     }
 
 
-def _other_extractor(directory: Path, corpus: Path = CORPUS) -> dict[str, Any]:
+def _other_extractor(
+    directory: Path, corpus: Path = CORPUS, *, by_scope: bool = False
+) -> dict[str, Any]:
     """The numbers of the extractor in `directory` (e.g. an export of main) on this corpus:
     this script again in a child process whose `memoryhub` package is imported from there."""
     env = {
@@ -451,8 +468,9 @@ def _other_extractor(directory: Path, corpus: Path = CORPUS) -> dict[str, Any]:
     }
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "other.json"
+        command = [sys.executable, __file__, "--json", str(out), "--quiet", "--corpus", str(corpus)]
         subprocess.run(  # noqa: S603 - our own script and interpreter
-            [sys.executable, __file__, "--json", str(out), "--quiet", "--corpus", str(corpus)],
+            command + ["--by-scope"] * by_scope,
             env=env,
             check=True,
         )
@@ -509,6 +527,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     others.add_argument("--predictions", type=Path, metavar="DIR", help="score DIR's memories")
     others.add_argument("--llm-prompts", type=Path, metavar="DIR", help="write the LLM requests")
     others.add_argument("--llm", type=Path, metavar="DIR", help="ask the LLM, keep answers in DIR")
+    parser.add_argument(
+        "--by-scope",
+        action="store_true",
+        help="a match needs the planted scope (user or project), not the planted kind",
+    )
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sessions = load_corpus(args.corpus)
@@ -525,13 +548,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.llm:
         ask_llm(sessions, args.llm)
     answers = args.predictions or args.llm
-    report = score(sessions, read_predictions(answers) if answers else offline)
+    predict = read_predictions(answers) if answers else offline
+    report = score(sessions, predict, by_scope=args.by_scope)
     if not args.quiet:
         label = f"Memories in {answers}" if answers else "Offline extractor"
         print(render(report, details=args.details, label=label))
     if args.compare:
         print()
-        before = _other_extractor(args.compare, args.corpus)
+        before = _other_extractor(args.compare, args.corpus, by_scope=args.by_scope)
         print(render_comparison(before, report, str(args.compare)))
     if args.json:
         data = {

@@ -1038,3 +1038,19 @@ def test_the_bench_sends_an_invalid_llm_answer_back_once_as_the_pipeline_does(
     assert repair.body["messages"][-1]["role"] == "user"
     assert "duplicate" in repair.body["messages"][-1]["content"]
     assert (report.overall.predicted, report.overall.tp) == (1, 1)
+
+
+def test_the_bench_matches_by_scope_only_when_asked(tmp_path: Path) -> None:
+    session = _one_session_corpus(tmp_path)
+    planted = next(p for p in session.planted if p["scope"] == "project")
+    same_scope = "lesson" if planted["kind"] != "lesson" else "rule"
+    given = tmp_path / "given"
+    given.mkdir()
+    content = " / ".join(planted["must_contain"])
+    memories = [{"kind": same_scope, "content": content}, {"kind": "user", "content": content}]
+    (given / f"{session.name}.memories.json").write_text(json.dumps({"memories": memories}))
+    predict = bench.read_predictions(given)
+
+    assert bench.score([session], predict).overall.tp == 0
+    (scored,) = bench.score([session], predict, by_scope=True).sessions
+    assert scored.matches == {0: session.planted.index(planted)}  # the user memory matches nothing
