@@ -301,6 +301,12 @@ def test_typed_messages() -> None:
         "参考资料 → reference",
         "record_start",
         "Do not repeat",
+        # what the measured prompt (README, "Extraction quality") rests on
+        "could not read off the code quickly",
+        "Never: the task itself or what was just implemented",
+        "options considered and left out, deferred or rejected",
+        'Write "content" in the language the user said it in',
+        "distinct also when case is ignored",
     ):
         assert needle in system
     assert "- We use pytest.\n- Deploy with make." in user
