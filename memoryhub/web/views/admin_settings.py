@@ -16,6 +16,8 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from memoryhub.core.exceptions import ApplicationError
+from memoryhub.llm.config import OFFLINE, resolve_config
+from memoryhub.llm.errors import LlmMisconfigured
 from memoryhub.pipeline.conf import PipelineConfig
 from memoryhub.recall.conf import RecallConfig
 from memoryhub.sessions.conf import SessionConfig
@@ -63,9 +65,35 @@ def _forms(
     return out
 
 
+def _extracts_offline(project: Project) -> bool:
+    """Does this project's stage 1 run without an LLM? (An invalid project override is the
+    LLM section's own error, shown when it is saved: no hint then.)"""
+    try:
+        return resolve_config(project).provider == OFFLINE
+    except LlmMisconfigured:
+        return False
+
+
+def _page(
+    request: HttpRequest,
+    project: Project,
+    bound: tuple[str, django_forms.Form] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    context = {
+        "sections": _forms(project, bound),
+        "open_section": bound[0] if bound else None,
+        # The offline extractor is about half as precise as a careful reviewer on a new team's
+        # sessions (README, "How good is extraction?"): say so where review is switched on.
+        "offline_unreviewed": _extracts_offline(project)
+        and not project.settings.get("review_required"),
+    }
+    return render(request, "web/admin/settings.html", context, status=status)
+
+
 @project_view(Role.MAINTAINER)
 def settings_page(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
-    return render(request, "web/admin/settings.html", {"sections": _forms(access.project)})
+    return _page(request, access.project)
 
 
 @require_POST
@@ -88,9 +116,4 @@ def settings_save(request: HttpRequest, access: ProjectAccess, section: str) -> 
                 request, _("%(section)s settings saved.") % {"section": TITLES[section]}
             )
             return redirect("web:settings", slug=access.project.slug)
-    return render(
-        request,
-        "web/admin/settings.html",
-        {"sections": _forms(access.project, (section, form)), "open_section": section},
-        status=400,
-    )
+    return _page(request, access.project, (section, form), status=400)

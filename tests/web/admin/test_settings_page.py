@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.test import Client
 from rest_framework.test import APIClient
@@ -78,3 +79,39 @@ def test_bad_values_are_refused_as_by_the_api(
     not_a_number = client.post(SETTINGS + "recall/", {"recall-search_k1": "abc"})
     assert not_a_number.status_code == 400 and "Enter a number." in not_a_number.content.decode()
     assert client.post(SETTINGS + "nope/").status_code == 404
+
+
+OFFLINE_HINT = "This project extracts without an LLM."
+
+
+def test_the_review_section_says_offline_extraction_needs_review_until_it_is_on(
+    alice: User,
+    project: Project,
+    web_client: Callable[[User], Client],
+    settings: Any,
+    fake_llm: Any,
+) -> None:
+    client = web_client(alice)
+    assert settings.LLM_PROVIDER == "offline"
+    page = client.get(SETTINGS).content.decode()
+    review = page.split('id="section-review_required"', 1)[1].split("</section>", 1)[0]
+    assert OFFLINE_HINT in review
+    zh = client.get(SETTINGS, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "本项目在没有 LLM 的情况下提取记忆" in zh
+    # a form error re-renders the page with the same hint
+    refused = client.post(SETTINGS + "recall/", {"recall-search_k1": "99"})
+    assert refused.status_code == 400 and OFFLINE_HINT in refused.content.decode()
+
+    client.post(SETTINGS + "review_required/", {"review_required-review_required": "on"})
+    assert OFFLINE_HINT not in client.get(SETTINGS).content.decode()
+
+    client.post(SETTINGS + "review_required/", {})  # review off again, and an LLM configured
+    fake_llm.configure(settings)
+    project.refresh_from_db()
+    assert not project.settings.get("review_required")
+    assert OFFLINE_HINT not in client.get(SETTINGS).content.decode()
+    # a project that switches itself to the offline provider gets the hint back
+    client.post(SETTINGS + "llm/", {"llm-provider": "offline"})
+    project.refresh_from_db()
+    assert project.settings["llm"]["provider"] == "offline"
+    assert OFFLINE_HINT in client.get(SETTINGS).content.decode()
