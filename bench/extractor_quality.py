@@ -7,13 +7,16 @@ below); every split label found in the sessions' expected.json gets its own row.
 
 Other extractors, same labels and scoring:
 
-    --predictions DIR    score DIR/<name>.memories.json ({"memories": [...]}) instead of the
-                         offline extractor: an LLM's answers in the typed shape the product asks
-                         for (checked by the product's validator), or a reviewer's {kind, content}
-    --llm-prompts DIR    write the product's typed-memories request for each session to
-                         DIR/<name>.prompt.json (its messages), for any model to answer
-    --llm DIR            send those requests to the OpenAI-compatible endpoint of LLM_BASE_URL,
-                         LLM_MODEL and LLM_API_KEY, keep the answers in DIR and score them
+    --llm DIR            send each session's typed-memories request (the product's own, as
+                         stage 1 sends it) to the LLM configured as for the server (LLM_PROVIDER,
+                         LLM_MODEL, LLM_BASE_URL, LLM_API_KEY[_FILE]…), through the product's
+                         provider call, with its one repair request; answers are kept in DIR
+    --llm-prompts DIR    write those requests to DIR/<name>.prompt.json, for any model to answer
+    --predictions DIR    score DIR/<name>.memories.json answers in that typed shape, checked by
+                         the product's validator (an answer that stays invalid counts as none)
+    --reviewed DIR       score DIR/<name>.memories.json holding {"memories": [{kind, content}]},
+                         a person's (or a reviewing model's) picks
+    --by-scope           a match needs the planted scope instead of the planted kind
 
 Each session of the corpus is a MewCode record file `<name>.jsonl` with a sidecar
 `<name>.expected.json` that lists the planted memories ({kind, must_contain, scope}) and the
@@ -187,7 +190,7 @@ def _matches(memory: ExtractedMemory, planted: dict[str, Any], *, by_scope: bool
     content = memory.content.lower()
     kinds = {planted["kind"], *planted.get("also_kinds", ())}
     if by_scope:  # the right statement in the right scope, whatever the kind within it
-        right = DEFAULT_SCOPE[Kind(memory.kind)] in {DEFAULT_SCOPE[Kind(k)] for k in kinds}
+        right = DEFAULT_SCOPE[memory.kind] == planted.get("scope", DEFAULT_SCOPE[planted["kind"]])
     else:
         right = memory.kind in kinds
     return right and all(s.lower() in content for s in planted["must_contain"])
@@ -232,31 +235,50 @@ def record_range(session: Session) -> tuple[int, int]:
     return session.records[0].index, session.records[-1].index
 
 
-def typed_prompt(session: Session) -> list[Any]:  # the SDK's message dicts
+def typed_prompt(session: Session) -> list[Any]:
     """The messages the product sends an LLM to extract `session` (no existing memories)."""
-    return [dict(m) for m in prompts.typed_memories_messages(session.records, [])]
+    return list(prompts.typed_memories_messages(session.records, []))
+
+
+def _answers(directory: Path, session: Session) -> Any:
+    path = directory / f"{session.name}.memories.json"
+    if not path.exists():
+        raise SystemExit(f"{path} is missing")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def read_predictions(directory: Path) -> Predict:
-    """Memories from DIR/<name>.memories.json. An answer in the product's typed shape goes
-    through the product's validator (an invalid answer counts as no memories, as the pipeline
-    would retry and then fall back); items with only kind and content are a reviewer's."""
+    """An LLM's answers in the product's typed shape, read as the pipeline reads them: its JSON
+    extraction and validator. An answer that is still invalid after the repair request counts
+    as no memories (the pipeline would fail that job and retry it later)."""
 
     def predict(session: Session) -> list[ExtractedMemory]:
-        path = directory / f"{session.name}.memories.json"
-        if not path.exists():
-            raise SystemExit(f"--predictions: {path} is missing")
-        answer = json.loads(path.read_text(encoding="utf-8"))
-        items = answer.get("memories", []) if isinstance(answer, dict) else []
-        if items and all(isinstance(i, dict) and "record_start" in i for i in items):
-            try:
-                return prompts.validate_typed(
-                    {"memories": items}, record_range=record_range(session)
-                )
-            except ValueError as error:
-                print(f"{session.name}: invalid answer ({error}); counted as none", file=sys.stderr)
-                return []
-        kinds = set(Kind.values)
+        answer = _answers(directory, session)
+        try:
+            return prompts.validate_typed(answer, record_range=record_range(session))
+        except (ValueError, TypeError, KeyError) as error:
+            print(f"{session.name}: invalid answer ({error}); counted as none", file=sys.stderr)
+            return []
+
+    return predict
+
+
+def read_reviewed(directory: Path) -> Predict:
+    """A reviewer's picks: {"memories": [{"kind": …, "content": …}, …]}."""
+
+    def predict(session: Session) -> list[ExtractedMemory]:
+        answer = _answers(directory, session)
+        items = answer.get("memories") if isinstance(answer, dict) else None
+        if not isinstance(items, list) or not all(
+            isinstance(i, dict)
+            and isinstance(i.get("kind"), str)
+            and isinstance(i.get("content"), str)
+            for i in items
+        ):
+            raise SystemExit(
+                f"{directory / session.name}.memories.json: expected "
+                '{"memories": [{"kind": "…", "content": "…"}, …]}'
+            )
         return [
             ExtractedMemory(
                 kind=i["kind"],
@@ -266,60 +288,60 @@ def read_predictions(directory: Path) -> Predict:
                 importance=1,
                 record_start=0,
                 record_end=0,
-                rule="given",
+                rule="reviewed",
             )
             for i in items
-            if i.get("kind") in kinds and str(i.get("content", "")).strip()
+            if i["kind"] in Kind.values and i["content"].strip()
         ]
 
     return predict
 
 
 def ask_llm(sessions: Sequence[Session], directory: Path) -> None:
-    """Each session's typed-memories request to the configured OpenAI-compatible endpoint, read
-    as the pipeline reads it (the product's JSON extraction and validator, and one repair request
-    with what was wrong); the answers are written to DIR/<name>.memories.json."""
+    """Each session's typed-memories request to the configured LLM through the product's own
+    provider call (its endpoint, key, model, token limit and retries), and one repair request
+    when the answer is invalid, as the pipeline does; the answers go to DIR/<name>.memories.json."""
     import django
-    import openai  # only this mode needs it and Django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     django.setup()
-    from memoryhub.llm.client import REPAIR_PROMPT, extract_json
+    from memoryhub.llm import client, providers
+    from memoryhub.llm.config import OFFLINE, resolve_config
 
-    model = os.environ.get("LLM_MODEL", "")
-    if not model:
-        raise SystemExit("--llm needs LLM_MODEL (and LLM_BASE_URL for a local server)")
-    client = openai.OpenAI(
-        base_url=os.environ.get("LLM_BASE_URL") or None,
-        api_key=os.environ.get("LLM_API_KEY") or "none",
-        timeout=float(os.environ.get("LLM_TIMEOUT_SECONDS", "300")),
-    )
+    config = resolve_config(None)
+    if config.provider == OFFLINE:
+        raise SystemExit(
+            "--llm needs an LLM: set LLM_PROVIDER, LLM_MODEL and LLM_BASE_URL/LLM_API_KEY"
+        )
 
     def ask(messages: list[Any]) -> str:
-        reply = client.chat.completions.create(model=model, messages=messages, temperature=0)
-        return reply.choices[0].message.content or ""
-
-    def problem(text: str, session: Session) -> str | None:
-        try:
-            prompts.validate_typed(extract_json(text), record_range=record_range(session))
-        except (ValueError, TypeError, KeyError) as error:  # JSONDecodeError is a ValueError
-            return str(error)
-        return None
+        reply = providers.complete(
+            config,
+            messages=messages,
+            max_tokens=client.LlmRequest.max_tokens,  # the stage-1 request's limit
+            offline=lambda: "",  # not reached: the provider is not offline
+        )
+        return reply.text
 
     directory.mkdir(parents=True, exist_ok=True)
     for session in sessions:
         messages = typed_prompt(session)
         text = ask(messages)
-        if wrong := problem(text, session):
+        try:
+            prompts.validate_typed(client.extract_json(text), record_range=record_range(session))
+        except client.INVALID as error:
             repair = [
                 {"role": "assistant", "content": text},
-                {"role": "user", "content": REPAIR_PROMPT.format(problem=wrong)},
+                {
+                    "role": "user",
+                    "content": client.REPAIR_PROMPT.format(problem=client.answer_problem(error)),
+                },
             ]
             text = ask(messages + repair)
         try:
-            answer = extract_json(text)
+            answer = client.extract_json(text)
         except json.JSONDecodeError:
-            answer = {"memories": [], "unparsed": text}
+            answer = {"unparsed": text}  # invalid: scored as no memories
         path = directory / f"{session.name}.memories.json"
         path.write_text(json.dumps(answer, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
@@ -470,7 +492,7 @@ def _other_extractor(
         out = Path(tmp) / "other.json"
         command = [sys.executable, __file__, "--json", str(out), "--quiet", "--corpus", str(corpus)]
         subprocess.run(  # noqa: S603 - our own script and interpreter
-            command + ["--by-scope"] * by_scope,
+            command + (["--by-scope"] if by_scope else []),
             env=env,
             check=True,
         )
@@ -524,9 +546,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a directory of <name>.jsonl + <name>.expected.json sessions (default: %(default)s)",
     )
     others = parser.add_mutually_exclusive_group()
-    others.add_argument("--predictions", type=Path, metavar="DIR", help="score DIR's memories")
-    others.add_argument("--llm-prompts", type=Path, metavar="DIR", help="write the LLM requests")
     others.add_argument("--llm", type=Path, metavar="DIR", help="ask the LLM, keep answers in DIR")
+    others.add_argument("--llm-prompts", type=Path, metavar="DIR", help="write the LLM requests")
+    others.add_argument("--predictions", type=Path, metavar="DIR", help="score DIR's LLM answers")
+    others.add_argument("--reviewed", type=Path, metavar="DIR", help="score DIR's {kind, content}")
     parser.add_argument(
         "--by-scope",
         action="store_true",
@@ -534,6 +557,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    given = args.llm or args.predictions or args.reviewed
+    if args.compare and (given or args.llm_prompts):
+        parser.error("--compare compares offline extractors: not with --llm, --predictions, …")
+    if args.llm_prompts and (args.json or args.by_scope or args.details):
+        parser.error("--llm-prompts only writes the requests")
     sessions = load_corpus(args.corpus)
     if not sessions:
         parser.error(f"--corpus: no <name>.jsonl sessions in {args.corpus}")
@@ -547,11 +575,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.llm:
         ask_llm(sessions, args.llm)
-    answers = args.predictions or args.llm
-    predict = read_predictions(answers) if answers else offline
+    if args.reviewed:
+        predict = read_reviewed(args.reviewed)
+    else:
+        answers = args.llm or args.predictions
+        predict = read_predictions(answers) if answers else offline
     report = score(sessions, predict, by_scope=args.by_scope)
     if not args.quiet:
-        label = f"Memories in {answers}" if answers else "Offline extractor"
+        label = f"Memories in {given}" if given else "Offline extractor"
         print(render(report, details=args.details, label=label))
     if args.compare:
         print()

@@ -254,7 +254,8 @@ def extract_json(text: str) -> Any:
     raise first_error
 
 
-def _problem(exc: Exception) -> str:
+def answer_problem(exc: Exception) -> str:
+    """What is wrong with an answer, in words the model can act on (the repair request)."""
     if isinstance(exc, json.JSONDecodeError):
         return f"it is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
     if isinstance(exc, KeyError):
@@ -267,7 +268,7 @@ def _checked[T](result: LlmResult, validate: Callable[[Any], T]) -> tuple[T | No
     try:
         return validate(extract_json(result.text)), None
     except INVALID as exc:
-        problem = _problem(exc)
+        problem = answer_problem(exc)
     services.llm_call_mark_invalid(call_id=result.call_id, error=problem)
     return None, problem
 

@@ -928,9 +928,9 @@ def test_ingestion_and_the_extractor_share_one_detector() -> None:
 # --- scoring other extractors: an LLM's answers, a reviewer's memories ---------------------------
 
 
-def _one_session_corpus(directory: Path) -> Any:
+def _corpus_of(directory: Path, name: str = "dv01_airflow_partitions") -> Any:
     """A corpus of one corpus session (copied), and that session as the bench loads it."""
-    source = bench.CORPUS / "dv01_airflow_partitions.jsonl"
+    source = bench.CORPUS / f"{name}.jsonl"
     for path in (source, source.with_suffix(".expected.json")):
         (directory / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
     (session,) = bench.load_corpus(directory)
@@ -953,18 +953,22 @@ def _answer_item(session: Any, planted: dict[str, Any], kind: str) -> dict[str, 
     return item
 
 
-def test_the_bench_scores_an_llm_endpoints_answers_with_the_products_prompt_and_validator(
-    fake_llm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+def _write(directory: Path, session: Any, answer: Any) -> Path:
+    directory.mkdir(exist_ok=True)
+    (directory / f"{session.name}.memories.json").write_text(json.dumps(answer), encoding="utf-8")
+    return directory
+
+
+def test_the_bench_asks_the_configured_llm_as_stage_one_does_and_scores_its_answers(
+    fake_llm: Any, settings: Any, tmp_path: Path, capsys: Any
 ) -> None:
-    session = _one_session_corpus(tmp_path)
+    session = _corpus_of(tmp_path)
     right, wrong_kind = session.planted[0], session.planted[1]
     other = "lesson" if wrong_kind["kind"] != "lesson" else "reference"
     answer = {"memories": [_answer_item(session, right, right["kind"])]}
     answer["memories"].append(_answer_item(session, wrong_kind, other))
     fake_llm.reply("```json\n" + json.dumps(answer) + "\n```")  # fences are stripped
-    monkeypatch.setenv("LLM_BASE_URL", fake_llm.url)
-    monkeypatch.setenv("LLM_MODEL", "fake-default")
-    monkeypatch.setenv("LLM_API_KEY", "sk-fake-test-key")
+    fake_llm.configure(settings)
     out = tmp_path / "answers"
     numbers = tmp_path / "numbers.json"
 
@@ -973,6 +977,7 @@ def test_the_bench_scores_an_llm_endpoints_answers_with_the_products_prompt_and_
     (request,) = fake_llm.requests
     assert request.body["model"] == "fake-default"
     assert request.body["messages"] == bench.typed_prompt(session)  # the product's own request
+    assert request.body["max_tokens"] == 4096 and "temperature" not in request.body  # as stage 1
     assert "must_contain" not in json.dumps(request.body)  # the labels never reach the model
     kept = json.loads((out / "dv01_airflow_partitions.memories.json").read_text(encoding="utf-8"))
     assert kept == answer
@@ -982,52 +987,16 @@ def test_the_bench_scores_an_llm_endpoints_answers_with_the_products_prompt_and_
     assert f"Memories in {out}" in capsys.readouterr().out
 
 
-def test_the_bench_counts_an_invalid_llm_answer_as_no_memories(tmp_path: Path) -> None:
-    session = _one_session_corpus(tmp_path)
-    item = _answer_item(session, session.planted[0], session.planted[0]["kind"])
-    item["record_end"] = bench.record_range(session)[1] + 5  # outside the session: the validator
-    answers = tmp_path / "answers"
-    answers.mkdir()
-    (answers / f"{session.name}.memories.json").write_text(json.dumps({"memories": [item]}))
-
-    report = bench.score([session], bench.read_predictions(answers))
-
-    assert (report.overall.predicted, report.overall.tp) == (0, 0)
-
-
-def test_the_bench_scores_a_reviewers_memories_and_writes_the_llm_requests(
-    tmp_path: Path,
-) -> None:
-    session = _one_session_corpus(tmp_path)
-    planted = session.planted[0]
-    given = tmp_path / "given"
-    given.mkdir()
-    memories = [
-        {"kind": planted["kind"], "content": " / ".join(planted["must_contain"])},
-        {"kind": "no-such-kind", "content": "dropped: not a kind"},
-        {"kind": "rule", "content": "Nothing that was planted."},
-    ]
-    (given / f"{session.name}.memories.json").write_text(json.dumps({"memories": memories}))
-
-    report = bench.score([session], bench.read_predictions(given))
-
-    assert (report.overall.predicted, report.overall.tp) == (2, 1)
-    assert bench.main(["--corpus", str(tmp_path), "--llm-prompts", str(tmp_path / "p")]) == 0
-    written = json.loads((tmp_path / "p" / f"{session.name}.prompt.json").read_text())
-    assert written == bench.typed_prompt(session)
-    assert [m["role"] for m in written] == ["system", "user"]
-
-
 def test_the_bench_sends_an_invalid_llm_answer_back_once_as_the_pipeline_does(
-    fake_llm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_llm: Any, settings: Any, tmp_path: Path
 ) -> None:
-    session = _one_session_corpus(tmp_path)
+    session = _corpus_of(tmp_path)
     planted = session.planted[0]
     item = _answer_item(session, planted, planted["kind"])
-    fake_llm.reply(json.dumps({"memories": [{**item, "keywords": ["Planted", "planted"]}]}))
+    invalid = json.dumps({"memories": [{**item, "keywords": ["Planted", "planted"]}]})
+    fake_llm.reply(invalid)
     fake_llm.reply(json.dumps({"memories": [item]}))
-    monkeypatch.setenv("LLM_BASE_URL", fake_llm.url)
-    monkeypatch.setenv("LLM_MODEL", "fake-default")
+    fake_llm.configure(settings)
     out = tmp_path / "answers"
 
     bench.ask_llm([session], out)
@@ -1035,22 +1004,83 @@ def test_the_bench_sends_an_invalid_llm_answer_back_once_as_the_pipeline_does(
 
     first, repair = fake_llm.requests
     assert repair.body["messages"][:2] == first.body["messages"]
-    assert repair.body["messages"][-1]["role"] == "user"
-    assert "duplicate" in repair.body["messages"][-1]["content"]
+    assert repair.body["messages"][2] == {"role": "assistant", "content": invalid}
+    assert repair.body["messages"][3]["role"] == "user"
+    assert "duplicate" in repair.body["messages"][3]["content"]
     assert (report.overall.predicted, report.overall.tp) == (1, 1)
 
 
+def test_the_bench_needs_an_llm_for_llm_mode(settings: Any, tmp_path: Path) -> None:
+    session = _corpus_of(tmp_path)
+    settings.LLM_PROVIDER = "offline"
+    with pytest.raises(SystemExit, match="needs an LLM"):
+        bench.ask_llm([session], tmp_path / "answers")
+
+
+def test_the_bench_counts_an_answer_the_validator_refuses_as_no_memories(tmp_path: Path) -> None:
+    session = _corpus_of(tmp_path)
+    item = _answer_item(session, session.planted[0], session.planted[0]["kind"])
+    outside = {**item, "record_end": bench.record_range(session)[1] + 5}
+    without_records = {k: v for k, v in item.items() if k not in ("record_start", "record_end")}
+    for n, answer in enumerate(
+        [{"memories": [outside]}, {"memories": [item, without_records]}, {"unparsed": "Sure!"}]
+    ):
+        answers = _write(tmp_path / f"answers{n}", session, answer)
+
+        report = bench.score([session], bench.read_predictions(answers))
+
+        assert (report.overall.predicted, report.overall.tp) == (0, 0), answer
+
+
+def test_the_bench_scores_a_reviewers_memories_and_writes_the_llm_requests(
+    tmp_path: Path,
+) -> None:
+    session = _corpus_of(tmp_path)
+    planted = session.planted[0]
+    memories = [
+        {"kind": planted["kind"], "content": " / ".join(planted["must_contain"])},
+        {"kind": "no-such-kind", "content": "dropped: not a kind"},
+        {"kind": "rule", "content": "Nothing that was planted."},
+    ]
+    given = _write(tmp_path / "given", session, {"memories": memories})
+
+    report = bench.score([session], bench.read_reviewed(given))
+
+    assert (report.overall.predicted, report.overall.tp) == (2, 1)
+    _write(given, session, {"memories": "not a list"})
+    with pytest.raises(SystemExit, match="expected"):
+        bench.score([session], bench.read_reviewed(given))
+    assert bench.main(["--corpus", str(tmp_path), "--llm-prompts", str(tmp_path / "p")]) == 0
+    written = json.loads((tmp_path / "p" / f"{session.name}.prompt.json").read_text())
+    assert written == bench.typed_prompt(session)
+    assert [m["role"] for m in written] == ["system", "user"]
+
+
 def test_the_bench_matches_by_scope_only_when_asked(tmp_path: Path) -> None:
-    session = _one_session_corpus(tmp_path)
+    session = _corpus_of(tmp_path)
     planted = next(p for p in session.planted if p["scope"] == "project")
     same_scope = "lesson" if planted["kind"] != "lesson" else "rule"
-    given = tmp_path / "given"
-    given.mkdir()
     content = " / ".join(planted["must_contain"])
     memories = [{"kind": same_scope, "content": content}, {"kind": "user", "content": content}]
-    (given / f"{session.name}.memories.json").write_text(json.dumps({"memories": memories}))
-    predict = bench.read_predictions(given)
+    predict = bench.read_reviewed(_write(tmp_path / "given", session, {"memories": memories}))
 
     assert bench.score([session], predict).overall.tp == 0
     (scored,) = bench.score([session], predict, by_scope=True).sessions
     assert scored.matches == {0: session.planted.index(planted)}  # the user memory matches nothing
+
+
+def test_the_bench_compares_by_scope_in_its_child_too(tmp_path: Path, capsys: Any) -> None:
+    # a session where the offline extractor finds more by scope than by kind
+    session = _corpus_of(tmp_path, "dv10_13_unreal_ammo_replication")
+    by_kind, by_scope = (bench.score([session], by_scope=s).overall.tp for s in (False, True))
+    assert by_scope > by_kind
+
+    assert bench.main(["--corpus", str(tmp_path), "--by-scope", "--compare", str(ROOT)]) == 0
+
+    overall = next(
+        line
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("| overall |") and line.count("|") > 7
+    )
+    cells = [c.strip() for c in overall.strip("|").split("|")]
+    assert cells[2:5] == cells[5:8]  # the child (this checkout again) scored by scope as well

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.llm.config import OFFLINE, resolve_config
 from memoryhub.llm.errors import LlmMisconfigured
-from memoryhub.pipeline.conf import PipelineConfig
+from memoryhub.pipeline.conf import PipelineConfig, review_required
 from memoryhub.recall.conf import RecallConfig
 from memoryhub.sessions.conf import SessionConfig
 from memoryhub.web import forms_admin as forms
@@ -84,9 +84,9 @@ def _page(
         "sections": _forms(project, bound),
         "open_section": bound[0] if bound else None,
         # The offline extractor is about half as precise as a careful reviewer on a new team's
-        # sessions (README, "How good is extraction?"): say so where review is switched on.
-        "offline_unreviewed": _extracts_offline(project)
-        and not project.settings.get("review_required"),
+        # sessions (README, "How good is extraction?"): the Review section, where review can be
+        # turned on, says so.
+        "offline_unreviewed": _extracts_offline(project) and not review_required(project.settings),
     }
     return render(request, "web/admin/settings.html", context, status=status)
 
@@ -111,6 +111,8 @@ def settings_save(request: HttpRequest, access: ProjectAccess, section: str) -> 
             services.project_update(access=access, changes={"settings": new})
         except ApplicationError as exc:
             service_errors(form, exc)
+            # the service set the refused values on the instance before it checked them
+            access.project.refresh_from_db(fields=["settings"])
         else:
             messages.success(
                 request, _("%(section)s settings saved.") % {"section": TITLES[section]}

@@ -98,9 +98,13 @@ def test_the_review_section_says_offline_extraction_needs_review_until_it_is_on(
     assert OFFLINE_HINT in review
     zh = client.get(SETTINGS, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
     assert "本项目在没有 LLM 的情况下提取记忆" in zh
-    # a form error re-renders the page with the same hint
+    # a refused section re-renders the page with the same hint, also a refused LLM section
     refused = client.post(SETTINGS + "recall/", {"recall-search_k1": "99"})
     assert refused.status_code == 400 and OFFLINE_HINT in refused.content.decode()
+    elsewhere = {"llm-provider": "openai", "llm-base_url": "http://llm.example"}
+    refused = client.post(SETTINGS + "llm/", elsewhere)
+    assert refused.status_code == 400 and "LLM_ALLOWED_BASE_URLS" in refused.content.decode()
+    assert OFFLINE_HINT in refused.content.decode()
 
     client.post(SETTINGS + "review_required/", {"review_required-review_required": "on"})
     assert OFFLINE_HINT not in client.get(SETTINGS).content.decode()
