@@ -61,6 +61,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -327,17 +328,10 @@ def ask_llm(sessions: Sequence[Session], directory: Path) -> None:
     for session in sessions:
         messages = typed_prompt(session)
         text = ask(messages)
-        try:
-            prompts.validate_typed(client.extract_json(text), record_range=record_range(session))
-        except client.INVALID as error:
-            repair = [
-                {"role": "assistant", "content": text},
-                {
-                    "role": "user",
-                    "content": client.REPAIR_PROMPT.format(problem=client.answer_problem(error)),
-                },
-            ]
-            text = ask(messages + repair)
+        validate = partial(prompts.validate_typed, record_range=record_range(session))
+        _, problem = client.check_answer(text, validate)
+        if problem is not None:
+            text = ask(client.repair_messages(messages, text, problem))
         try:
             answer = client.extract_json(text)
         except json.JSONDecodeError:

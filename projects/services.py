@@ -62,11 +62,18 @@ def project_update(*, access: ProjectAccess, changes: dict[str, Any]) -> Project
     if unknown:
         raise ApplicationError(f"Cannot change {', '.join(sorted(unknown))}.")
     before = project.to_dict()
+    kept = {field: getattr(project, field) for field in changes}
     for field, value in changes.items():
         setattr(project, field, value)
-    project.full_clean(validate_unique=False)
-    if "settings" in changes:
-        project_settings.validate(project.settings)
+    try:
+        project.full_clean(validate_unique=False)
+        if "settings" in changes:
+            project_settings.validate(project.settings)
+    except Exception:
+        # refused: the caller's instance (a page re-rendered with it) keeps what was stored
+        for field, value in kept.items():
+            setattr(project, field, value)
+        raise
     changed = [f for f in changes if before[f] != getattr(project, f)]
     if changed:
         project.save(update_fields=[*changed, "updated_at"])

@@ -254,8 +254,7 @@ def extract_json(text: str) -> Any:
     raise first_error
 
 
-def answer_problem(exc: Exception) -> str:
-    """What is wrong with an answer, in words the model can act on (the repair request)."""
+def _problem(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"it is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
     if isinstance(exc, KeyError):
@@ -263,14 +262,31 @@ def answer_problem(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _checked[T](result: LlmResult, validate: Callable[[Any], T]) -> tuple[T | None, str | None]:
-    """(the validated answer, None), or (None, what is wrong), logged on the call."""
+def check_answer[T](text: str, validate: Callable[[Any], T]) -> tuple[T | None, str | None]:
+    """(the validated answer, None), or (None, what is wrong in words the model can act on)."""
     try:
-        return validate(extract_json(result.text)), None
+        return validate(extract_json(text)), None
     except INVALID as exc:
-        problem = answer_problem(exc)
-    services.llm_call_mark_invalid(call_id=result.call_id, error=problem)
-    return None, problem
+        return None, _problem(exc)
+
+
+def repair_messages(
+    messages: list[dict[str, str]], answer: str, problem: str
+) -> list[dict[str, str]]:
+    """The one repair request: the conversation, the invalid answer and what was wrong."""
+    return [
+        *messages,
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": REPAIR_PROMPT.format(problem=problem)},
+    ]
+
+
+def _checked[T](result: LlmResult, validate: Callable[[Any], T]) -> tuple[T | None, str | None]:
+    """check_answer(), with a failure logged on the call."""
+    answer, problem = check_answer(result.text, validate)
+    if problem is not None:
+        services.llm_call_mark_invalid(call_id=result.call_id, error=problem)
+    return answer, problem
 
 
 def complete_json[T](request: LlmRequest, *, validate: Callable[[Any], T]) -> T:
@@ -291,14 +307,7 @@ def complete_json[T](request: LlmRequest, *, validate: Callable[[Any], T]) -> T:
             f"{request.purpose}: the offline answer is invalid: {problem}", call_id=result.call_id
         )
     logger.info("LLM call %s (%s): invalid answer, repairing", result.call_id, request.purpose)
-    repair = replace(
-        request,
-        messages=[
-            *request.messages,
-            {"role": "assistant", "content": result.text},
-            {"role": "user", "content": REPAIR_PROMPT.format(problem=problem)},
-        ],
-    )
+    repair = replace(request, messages=repair_messages(request.messages, result.text, problem))
     retry = complete(repair)
     answer, problem = _checked(retry, validate)
     if problem is None:

@@ -82,7 +82,6 @@ def _page(
 ) -> HttpResponse:
     context = {
         "sections": _forms(project, bound),
-        "open_section": bound[0] if bound else None,
         # The offline extractor is about half as precise as a careful reviewer on a new team's
         # sessions (README, "How good is extraction?"): the Review section, where review can be
         # turned on, says so.
@@ -111,8 +110,6 @@ def settings_save(request: HttpRequest, access: ProjectAccess, section: str) -> 
             services.project_update(access=access, changes={"settings": new})
         except ApplicationError as exc:
             service_errors(form, exc)
-            # the service set the refused values on the instance before it checked them
-            access.project.refresh_from_db(fields=["settings"])
         else:
             messages.success(
                 request, _("%(section)s settings saved.") % {"section": TITLES[section]}
