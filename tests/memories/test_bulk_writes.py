@@ -278,14 +278,18 @@ def test_concurrent_bulk_imports_from_several_processes_are_all_seen(
                     made[i] += response.json()["ids"]
 
         def import_here() -> None:
-            for n in range(3):
-                items = [
-                    MemoryInput(content=f"item {k} {words[6 + n]}", kind="fact") for k in range(40)
-                ]
-                memories = services.memory_bulk_create(
-                    project=project, actor=Actor(user=alice), items=items
-                )
-                made[2] += [str(m.public_id) for m in memories]
+            try:
+                for n in range(3):
+                    items = [
+                        MemoryInput(content=f"item {k} {words[6 + n]}", kind="fact")
+                        for k in range(40)
+                    ]
+                    memories = services.memory_bulk_create(
+                        project=project, actor=Actor(user=alice), items=items
+                    )
+                    made[2] += [str(m.public_id) for m in memories]
+            finally:
+                connection.close()  # this thread's own; left open, it blocks dropping the test DB
 
         threads = [threading.Thread(target=import_over_http, args=(i,)) for i in (0, 1)]
         threads.append(threading.Thread(target=import_here))
