@@ -88,6 +88,11 @@ class CuttableProxy:
         finally:
             for s in (src, dst):
                 with contextlib.suppress(OSError):
+                    # The other direction's thread is blocked in recv() on one of these: close
+                    # alone neither wakes it nor ends the TCP connection (the database backend
+                    # behind stayed open until the test run ended); shutdown does both.
+                    s.shutdown(socket.SHUT_RDWR)
+                with contextlib.suppress(OSError):
                     s.close()
 
 
