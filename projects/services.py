@@ -61,8 +61,7 @@ def project_update(*, access: ProjectAccess, changes: dict[str, Any]) -> Project
     unknown = set(changes) - set(PROJECT_EDITABLE_FIELDS)
     if unknown:
         raise ApplicationError(f"Cannot change {', '.join(sorted(unknown))}.")
-    before = project.to_dict()
-    kept = {field: getattr(project, field) for field in changes}
+    before = project.to_dict()  # every editable field, as stored
     for field, value in changes.items():
         setattr(project, field, value)
     try:
@@ -71,8 +70,8 @@ def project_update(*, access: ProjectAccess, changes: dict[str, Any]) -> Project
             project_settings.validate(project.settings)
     except Exception:
         # refused: the caller's instance (a page re-rendered with it) keeps what was stored
-        for field, value in kept.items():
-            setattr(project, field, value)
+        for field in changes:
+            setattr(project, field, before[field])
         raise
     changed = [f for f in changes if before[f] != getattr(project, f)]
     if changed:
