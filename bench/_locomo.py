@@ -492,7 +492,7 @@ class ServerReplica:
     def _with_signals(
         self, text: str, raw: dict[int, float], pool: list[int], k: int
     ) -> list[tuple[int, float]]:
-        """search.py with the context signals: the pool as deep as top_memories returns it,
+        """search.py with the context signals: the pool as deep as the ranking returns it,
         its neighbours joined, signals.rerank."""
         depth = max(k, self.pool)
         if len(pool) >= depth:

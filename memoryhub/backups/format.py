@@ -46,6 +46,11 @@ MODELS: tuple[tuple[str, str], ...] = (
     ("llm.LlmCall", "project"),
     ("core.AuditEvent", "project"),
 )
+# Fields that backups of this format taken by older versions carry and the models no longer
+# have: skipped on restore, so an old backup still restores.
+RETIRED_FIELDS = {
+    ("memories.MemoryTerm", "length"),  # the postings' copy of term_count (memories 0010)
+}
 PROJECT_FIELDS = ("name", "description", "timezone", "settings", "created_at", "updated_at")
 # Fields whose value identifies a row on the whole server (kept unless taken; see services).
 GLOBAL_IDS = {"public_id"}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from django.conf import settings
+from django.core.exceptions import FieldDoesNotExist
 from django.db import models, transaction
 
 from accounts.actors import Actor
@@ -80,7 +81,12 @@ class _Restorer:
     def build(self, label: str, model: type[models.Model], row: dict[str, Any]) -> models.Model:
         obj = model()
         for name, value in row["fields"].items():
-            f = model._meta.get_field(name)
+            if (label, name) in fmt.RETIRED_FIELDS:
+                continue
+            try:
+                f = model._meta.get_field(name)
+            except FieldDoesNotExist:
+                raise BackupInvalid(f"{label} has no field {name!r}.") from None
             if not f.concrete or f.primary_key:
                 raise BackupInvalid(f"{label} has no field {name!r}.")
             if f.is_relation:

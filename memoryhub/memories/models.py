@@ -228,20 +228,15 @@ class MemoryTerm(models.Model):
     )
     term = models.CharField(max_length=64)
     tf = models.PositiveSmallIntegerField()
-    # The memory's term_count, copied so BM25's length normalisation reads postings alone.
-    length = models.PositiveIntegerField(default=0)
 
     class Meta:
         indexes = [
-            # Ranking reads the postings of a query's terms within one project. Every column
-            # it needs is a key (not INCLUDE, which SQLite lacks) so scans are index-only.
-            models.Index(
-                fields=["project", "term", "memory", "tf", "length"], name="memoryterm_postings"
-            ),
-            # A memory's postings (rewrites, deletes). It covers the ranking's columns too: with
-            # a bare memory index the planner probes it, and reads the heap, to add common terms
-            # to a few hundred candidates; this way every plan it may pick is index-only.
-            models.Index(fields=["memory", "term", "tf", "length"], name="memoryterm_by_memory"),
+            # The postings of a query's terms within one project (near-duplicate candidates,
+            # the in-memory engine's load). Every column read is a key (not INCLUDE, which
+            # SQLite lacks) so scans are index-only.
+            models.Index(fields=["project", "term", "memory", "tf"], name="memoryterm_postings"),
+            # A memory's postings (rewrites, deletes, the engine's refresh of changed memories).
+            models.Index(fields=["memory", "term", "tf"], name="memoryterm_by_memory"),
         ]
 
     def __str__(self) -> str:

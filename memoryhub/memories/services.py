@@ -77,10 +77,10 @@ def index_text(memory: Memory) -> str:
     return "\n".join([memory.title, memory.content, " ".join(memory.keywords)])
 
 
-# A posting as a plain row: (memory_id, project_id, term, tf, length). A bulk import writes
-# ~15 per memory; model instances and Django's INSERT compiler cost more than the COPY.
-Posting = tuple[int, int, str, int, int]
-_POSTING_COLUMNS = ("memory_id", "project_id", "term", "tf", "length")
+# A posting as a plain row: (memory_id, project_id, term, tf). A bulk import writes ~15 per
+# memory; model instances and Django's INSERT compiler cost more than the COPY.
+Posting = tuple[int, int, str, int]
+_POSTING_COLUMNS = ("memory_id", "project_id", "term", "tf")
 
 
 def _postings(
@@ -94,11 +94,9 @@ def _postings(
             counts = term_counts[position]
         else:
             counts = text.term_counts(index_text(memory))
-        length = memory.term_count = sum(counts.values())
+        memory.term_count = sum(counts.values())
         memory_id, project_id = memory.pk, memory.project_id
-        rows.extend(
-            (memory_id, project_id, term, min(tf, 32767), length) for term, tf in counts.items()
-        )
+        rows.extend((memory_id, project_id, term, min(tf, 32767)) for term, tf in counts.items())
     return rows
 
 
@@ -567,16 +565,7 @@ def _remember_candidates(project: Project, memory: Memory) -> list[Memory]:
     same_level = selectors.memory_same_level_q(memory=memory, prefix="memory__") & Q(
         memory__status__in=REMEMBER_STATUSES
     )
-    shared = index.Bm25(k1=0.0, b=0.0, avgdl=1.0)  # a shared term counts 1, however often
-    matched = index.top_memories(
-        project.pk,
-        dict.fromkeys(rarest, 1.0),
-        df,
-        shared,
-        REMEMBER_CANDIDATES,
-        where=same_level,
-        max_postings=None,  # a missed near-duplicate would be stored twice
-    )
+    matched = index.sharing_most_terms(project.pk, rarest, REMEMBER_CANDIDATES, where=same_level)
     return list(
         Memory.objects.filter(pk__in=[i for i, _ in matched]).order_by("-created_at", "-pk")
     )

@@ -17,6 +17,7 @@ from accounts.models import User
 from memoryhub.backups import format as fmt
 from memoryhub.backups.selectors import backup_lines
 from memoryhub.memories.artifacts import artifact_put
+from memoryhub.memories.models import MemoryTerm
 from projects.models import Project
 
 P = "/api/v1/projects/alpha/"
@@ -215,6 +216,43 @@ def test_a_truncated_or_foreign_file_writes_nothing(
     assert not Project.objects.filter(slug__in=["alpha-x", "alpha-y"]).exists()
     # A slug that is taken is a conflict, and nothing else is written either.
     assert restore(alice_client, gzip.compress(data), "alpha").status_code == 409
+
+
+def _with_postings_fields(data: bytes, change: Any) -> bytes:
+    """The backup `data` with `change` applied to the fields of every posting row."""
+    lines = [json.loads(line) for line in gzip.decompress(data).splitlines()]
+    for line in lines:
+        if line.get("model") == "memories.MemoryTerm":
+            change(line["fields"])
+    return gzip.compress(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+
+
+def test_a_backup_from_before_a_field_was_retired_still_restores(
+    alice_client: APIClient, bob_client: APIClient, project: Project
+) -> None:
+    fill(alice_client, bob_client, project)
+    # Backups taken before memories 0010 carry each posting's copy of its memory's length.
+    old = _with_postings_fields(download(alice_client), lambda f: f.update(length=3))
+    result = ok(restore(alice_client, old, "alpha-old"), 201)
+    assert result["rows"]["memories.MemoryTerm"] == project_terms(project) > 0
+    hits = ok(alice_client.get("/api/v1/projects/alpha-old/memories/search/?q=pnpm"))["results"]
+    assert len(hits) == 1
+
+
+def test_an_unknown_field_is_refused_in_the_error_envelope(
+    alice_client: APIClient, bob_client: APIClient, project: Project
+) -> None:
+    fill(alice_client, bob_client, project)
+    bad = _with_postings_fields(download(alice_client), lambda f: f.update(weight=1))
+    refused = restore(alice_client, bad, "alpha-bad")
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert error["code"] == "backup_invalid" and "no field 'weight'" in error["message"]
+    assert not Project.objects.filter(slug="alpha-bad").exists()
+
+
+def project_terms(project: Project) -> int:
+    return MemoryTerm.objects.filter(project=project).count()
 
 
 def test_only_owners_take_backups(

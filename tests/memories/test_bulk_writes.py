@@ -103,11 +103,9 @@ def test_a_bulk_insert_stores_what_single_creates_store(project: Project, alice:
         assert _row(stored) == _row(alone)
         assert _row(stored) == _row(made)  # the returned objects are what was stored
         assert stored.public_id == made.public_id
-        postings = MemoryTerm.objects.filter(memory=stored).values_list(
-            "project_id", "term", "tf", "length"
-        )
+        postings = MemoryTerm.objects.filter(memory=stored).values_list("project_id", "term", "tf")
         alone_postings = MemoryTerm.objects.filter(memory=alone).values_list(
-            "project_id", "term", "tf", "length"
+            "project_id", "term", "tf"
         )
         assert sorted(postings) == sorted(alone_postings) and postings
         event = MemoryEvent.objects.get(memory=stored)
@@ -184,8 +182,8 @@ def test_a_failed_batch_leaves_no_rows_and_no_version_bump(project: Project, ali
 def _insert_posting(memory_id: int, project_id: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO memories_memoryterm (memory_id, project_id, term, tf, length)"
-            " VALUES (%s, %s, 'zebra', 1, 1)",
+            "INSERT INTO memories_memoryterm (memory_id, project_id, term, tf)"
+            " VALUES (%s, %s, 'zebra', 1)",
             [memory_id, project_id],
         )
 

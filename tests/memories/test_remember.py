@@ -5,7 +5,7 @@ from rest_framework.test import APIClient
 
 from accounts.actors import Actor
 from accounts.models import User
-from memoryhub.memories import index, similarity
+from memoryhub.memories import services, similarity
 from memoryhub.memories.models import Memory, MemoryEvent
 from memoryhub.memories.services import MemoryInput, contradicts, memory_remember
 from projects.models import Project
@@ -94,10 +94,9 @@ def test_review_approval(
 def test_a_repeat_merges_even_when_many_older_memories_share_its_words(
     project: Project, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Past the postings budget only the rarest words find candidates; hundreds of older
-    # memories tie on them, and the newest (the repeat's original) must not be cut.
-    monkeypatch.setattr(index, "POSTINGS_BUDGET", 10)
-    monkeypatch.setattr(index, "MIN_FETCH", 10)
+    # Sixty older memories hold both of the repeat's words, far more than the candidates
+    # asked for: they all tie, and the newest (the repeat's original) must not be cut.
+    monkeypatch.setattr(services, "REMEMBER_CANDIDATES", 5)
     for i in range(60):
         remember(project, alice, f"alpha beta lorem ipsum dolor sit amet w{i}")
     first = remember(project, alice, "alpha beta")
