@@ -86,11 +86,6 @@ def project_by_slug(*, slug: str) -> Project | None:
     return Project.objects.filter(slug=slug).first()
 
 
-def project_exists(*, slug: str) -> bool:
-    """For set-up commands only: requests go through project_access."""
-    return Project.objects.filter(slug=slug).exists()
-
-
 def project_of_member(*, user: User, slug: str) -> Project | None:
     """The project `slug` when `user` is a member of it (commands acting for a person)."""
     membership = (

@@ -25,8 +25,3 @@ class Conflict(ApplicationError):
 class PayloadTooLarge(ApplicationError):
     status_code = 413
     code = "payload_too_large"
-
-
-class ServiceUnavailable(ApplicationError):
-    status_code = 503
-    code = "service_unavailable"

@@ -38,8 +38,3 @@ def memories_missing_vectors(*, model: str, project_id: int | None = None) -> Qu
     )
     current = _current().filter(memory=OuterRef("pk"), model=model)
     return memories.filter(~Exists(current))
-
-
-def embedding_failures(*, project_id: int, model: str) -> QuerySet[MemoryEmbedding]:
-    """Failed attempts still standing (the memory's latest content has no vector)."""
-    return MemoryEmbedding.objects.filter(project_id=project_id, model=model).exclude(error="")

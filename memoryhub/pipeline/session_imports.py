@@ -21,7 +21,6 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, transaction
-from django.db.models import QuerySet
 from django.http import Http404
 
 from accounts.actors import Actor
@@ -288,11 +287,6 @@ def import_job_get(*, project: Project, job_id: str) -> Job:
     if job is None:
         raise Http404("No such import job in this project.")
     return job
-
-
-def import_jobs_due(*, project: Project) -> QuerySet[Job]:
-    """Queued (or retryable) imports whose message may have been lost: beat re-sends them."""
-    return Job.objects.filter(jobs.claimable(), project=project, kind=Job.Kind.IMPORT)
 
 
 PUBLIC_STATUS = {

@@ -149,20 +149,10 @@ def recall_files_with_content(*, files: Sequence[RecallFile]) -> list[RecallFile
 
 
 # --- what a session has seen -----------------------------------------------------------------
-def last_compact_at(*, session: AgentSession) -> datetime | None:
-    """When the session's last compact boundary was stored: seen-rows before it are released
-    (meow-memory clears its seen set when the session compacts)."""
-    return (
-        SessionRecord.objects.filter(session=session, type="compact_boundary")
-        .order_by("-index")
-        .values_list("created_at", flat=True)
-        .first()
-    )
-
-
 def _since_last_compaction(session: AgentSession) -> Coalesce:
-    """last_compact_at as a subquery (the beginning of time without a compaction), so the
-    reads above cost one statement."""
+    """When the session's last compact boundary was stored, as a subquery (the beginning of
+    time without a compaction): seen-rows before it are released, as meow-memory clears its
+    seen set when the session compacts."""
     boundary = (
         SessionRecord.objects.filter(session=session, type="compact_boundary")
         .order_by("-index")

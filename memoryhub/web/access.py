@@ -61,10 +61,6 @@ def project_view(
     return decorate
 
 
-def can(access: ProjectAccess, role: Role) -> bool:
-    return access.at_least(role)
-
-
 def role_flags(access: ProjectAccess) -> dict[str, Any]:
     """What the page may offer: templates hide every button the role cannot use."""
     return {

@@ -117,10 +117,6 @@ class MemoryEditForm(forms.Form):
             self.add_error(name if name in self.fields else None, messages)
 
 
-class ReasonForm(forms.Form):
-    reason = forms.CharField(max_length=1000, label=_("Reason"))
-
-
 class MergeForm(forms.Form):
     other = forms.UUIDField(label=_("Memory to merge into this one"))
     content = forms.CharField(

@@ -27,7 +27,6 @@ from memoryhub.pipeline import dispatch, tasks
 from memoryhub.pipeline import services as pipeline_services
 from memoryhub.sessions import selectors as session_selectors
 from memoryhub.sessions import services as session_services
-from memoryhub.sessions.models import AgentSession
 from projects import services as project_services
 from projects.models import Project, Role, slug_validator
 from projects.selectors import ProjectAccess, project_access
@@ -333,7 +332,3 @@ def mental_models_after_consolidation(*, project: Project) -> list[str]:
     for model_id in due:
         hindsight_tasks.mental_model_refresh.delay(project.pk, model_id)
     return due
-
-
-def session_for_document(*, access: ProjectAccess, document_id: str) -> AgentSession:
-    return session_selectors.session_get(access=access, ref=document_id, write=True)
