@@ -10,8 +10,6 @@ The wording is ours; the contracts are the seeds':
 * `typed_memories_messages` / `validate_typed`: typed atomic memories in MemoryHub's kind
   taxonomy (meow-memory's layers, MewCode's four categories mapped onto kinds), strict JSON
   {"memories": [...]}.
-* `auto_memory_messages` / `parse_memories_md` / `memories_md_sides`: MewCode's incremental
-  memories.md update (§1.3) and its write rules.
 
 Validators raise ValueError with a message precise enough to send back to the model, which
 is what `memoryhub.llm.client.complete_json` does once. Apart from trimming whitespace they
@@ -31,18 +29,12 @@ from memoryhub.core.redaction import redact, redact_json
 from memoryhub.memories import markup
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Kind, Subcategory, resolve_kind
 from memoryhub.pipeline.extractor import (
-    CATEGORIES,
-    CATEGORY_FEEDBACK,
-    CATEGORY_PREFERENCES,
-    CATEGORY_PROJECT,
-    CATEGORY_REFERENCES,
     MAX_KEYWORDS,
     MIN_KEYWORDS,
     ExtractedMemory,
     SourceRecord,
     expand_records,
     readable_text,
-    render_memories_md,
 )
 from memoryhub.sessions.records import ASSISTANT, SYSTEM_PROMPT, TOOL_RESULT, USER
 
@@ -540,122 +532,3 @@ def validate_typed(obj: Any, *, record_range: tuple[int, int]) -> list[Extracted
     return [
         _validate_memory(item, f"memories[{i}]", first, last) for i, item in enumerate(memories)
     ]
-
-
-# --- MewCode auto memory (memories.md) ---------------------------------------------------------
-
-AUTO_MEMORY_SYSTEM = "你是记忆提取助手：只输出更新后的 memories.md 全文，不做别的。"
-
-AUTO_MEMORY_INSTRUCTIONS = """\
-从下面的最近对话中找出值得长期记住的信息，更新 memories.md。
-
-四个分类（标题固定，按这个顺序）：
-### 用户偏好 —— 用户的习惯与偏好：编码风格、工具选择、沟通方式
-### 纠正反馈 —— 用户纠正过助手的地方：之前哪里理解错了，正确的是什么
-### 项目知识 —— 项目本身的事实：技术栈、目录结构、常用命令、约定、决策、待办
-### 参考资料 —— 文档、链接、看板、手册在哪里
-
-规则：
-- 只记用户明确说过的，或对话中已被验证的信息；助手的猜测、一次性的任务细节、寒暄都不记。
-- <memoryhub-context> 标签里的内容来自已有记忆，不要再提取。
-- 不记密码、令牌、密钥等任何机密。
-- 与已有条目意思相同的不要重复；已有条目过时或被用户纠正时，直接改写那一条。
-- 每条记忆占一行，以 "- " 开头，一行只写一件事。
-- 某个分类没有内容时，标题下面什么都不写，不要写“无”“暂无”“N/A”之类的占位。
-- 输出完整文件，四个 ### 标题都要出现；除文件内容外不要输出任何东西，不要调用工具。"""
-
-
-def dialogue_lines(records: Sequence[SourceRecord]) -> list[str]:
-    """MewCode's rendering of new messages: "用户: …" / "助手: …", text only (tool calls and
-    results skipped), injected blocks removed, empty and untrusted records left out."""
-    lines = []
-    for record in expand_records(records):
-        if record.type not in (USER, ASSISTANT):
-            continue
-        text = readable_text(record)
-        if text is None:
-            continue
-        text = redact(text.strip())[0]
-        if text:
-            lines.append(f"{'用户' if record.type == USER else '助手'}: {text}")
-    return lines
-
-
-def auto_memory_messages(current_md: str, new_lines: Sequence[str]) -> list[Message]:
-    """[system, user] messages of MewCode's incremental extraction: the current memories.md
-    (or "(空)") and the new dialogue lines; the answer is the whole updated file."""
-    current = current_md.strip() or "(空)"
-    dialogue = "\n".join(new_lines).strip() or "(无新消息)"
-    body = (
-        f"{AUTO_MEMORY_INSTRUCTIONS}\n\n## 当前 memories.md\n{current}\n\n## 最近对话\n{dialogue}"
-        "\n\n请输出更新后的完整 memories.md 内容。"
-    )
-    return [
-        {"role": "system", "content": AUTO_MEMORY_SYSTEM},
-        {"role": "user", "content": body},
-    ]
-
-
-_HEADER_ALIASES = {
-    CATEGORY_PREFERENCES: ("用户偏好", "user preference"),
-    CATEGORY_FEEDBACK: ("纠正反馈", "feedback", "correction"),
-    CATEGORY_PROJECT: ("项目知识", "project knowledge"),
-    CATEGORY_REFERENCES: ("参考资料", "reference"),
-}
-PLACEHOLDERS = frozenset({"", "...", "…", "无", "暂无", "n/a"})
-USER_SIDE = (CATEGORY_PREFERENCES, CATEGORY_FEEDBACK)
-PROJECT_SIDE = (CATEGORY_PROJECT, CATEGORY_REFERENCES)
-
-
-def _category_of(header: str) -> str | None:
-    low = header.lower()
-    for category, needles in _HEADER_ALIASES.items():
-        if any(n in low for n in needles):
-            return category
-    return None
-
-
-def parse_memories_md(text: str) -> dict[str, list[str]]:
-    """memories.md → {category: entries}, all four categories, in order (MewCode's write rules).
-
-    Sections start at lines beginning with "### ". A header is recognised by the category name
-    it contains (English names too). Within a section only lines whose stripped form starts
-    with "- " count. The entry is the rest of the line, trimmed, and placeholders ("", "...",
-    "…", "无", "暂无", "N/A") are dropped, as are repeats. Text before the first header or under
-    an unknown header is ignored."""
-    sections: dict[str, list[str]] = {c: [] for c in CATEGORIES}
-    current: str | None = None
-    for line in text.splitlines():
-        if line.startswith("### "):
-            current = _category_of(line[4:])
-            continue
-        stripped = line.strip()
-        if current is None or not stripped.startswith("- "):
-            continue
-        entry = stripped[2:].strip()
-        if entry.lower() in PLACEHOLDERS or entry in sections[current]:
-            continue
-        sections[current].append(entry)
-    return sections
-
-
-def memories_md_sides(sections: Mapping[str, Sequence[str]]) -> dict[str, str | None]:
-    """The two files to write: {"user": …, "project": …}. The user side holds 用户偏好 and
-    纠正反馈, the project side 项目知识 and 参考资料. A side is None, meaning its file is left
-    untouched, unless it has at least one entry. An extraction can rewrite a side but never
-    empty it."""
-    out: dict[str, str | None] = {}
-    for side, categories in (("user", USER_SIDE), ("project", PROJECT_SIDE)):
-        if not any(sections.get(c) for c in categories):
-            out[side] = None
-            continue
-        rendered = render_memories_md({c: list(sections.get(c, ())) for c in categories})
-        out[side] = (
-            "\n".join(
-                line
-                for line in rendered.splitlines()
-                if not line.startswith("### ") or line[4:] in categories
-            )
-            + "\n"
-        )
-    return out

@@ -17,16 +17,14 @@ from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.memories.kinds import DEFAULT_SCOPE, Kind, Subcategory
 from memoryhub.memories.text import tokenize
 from memoryhub.pipeline.extractor import (
-    CATEGORIES,
     ExtractedMemory,
     SourceRecord,
     auto_keywords,
     extract,
-    offline_memories_md,
     offline_stage1,
     source_records,
 )
-from memoryhub.pipeline.prompts import parse_memories_md, validate_stage1_output, validate_typed
+from memoryhub.pipeline.prompts import validate_stage1_output, validate_typed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -766,28 +764,6 @@ def test_offline_stage1_is_empty_without_memories() -> None:
     }
 
 
-def test_offline_memories_md_has_the_four_categories() -> None:
-    memories = after_task(
-        "I prefer tabs over spaces.",
-        "Never use float for money in this codebase.",
-        "See docs/api.md for the API conventions.",
-    )
-    text = offline_memories_md(memories)
-    assert text == (
-        "### 用户偏好\n- I prefer tabs over spaces.\n"
-        "### 纠正反馈\n"
-        "### 项目知识\n- Never use float for money in this codebase.\n"
-        "### 参考资料\n- See docs/api.md for the API conventions.\n"
-    )
-    assert parse_memories_md(text) == {
-        "用户偏好": ["I prefer tabs over spaces."],
-        "纠正反馈": [],
-        "项目知识": ["Never use float for money in this codebase."],
-        "参考资料": ["See docs/api.md for the API conventions."],
-    }
-    assert list(parse_memories_md(offline_memories_md([]))) == list(CATEGORIES)
-
-
 # --- the dev corpus -------------------------------------------------------------------------------
 
 # Measured when the floors were set (bench/extractor_quality.py, issue 14 round 4, 142 sessions,
@@ -860,8 +836,7 @@ def test_no_corpus_secret_reaches_any_output(corpus: list[Any]) -> None:
     for session in sessions_with_secrets:
         memories = extract(session.records)
         output = json.dumps(
-            [asdict(m) for m in memories]
-            + [offline_stage1(session.records, memories), offline_memories_md(memories)],
+            [asdict(m) for m in memories] + [offline_stage1(session.records, memories)],
             ensure_ascii=False,
         )
         for secret in session.secrets:

@@ -11,13 +11,9 @@ import pytest
 
 from memoryhub.core.markers import INJECTION_CLOSE, INJECTION_OPEN
 from memoryhub.memories.kinds import Kind, Subcategory
-from memoryhub.pipeline.extractor import SourceRecord, offline_memories_md, source_records
+from memoryhub.pipeline.extractor import SourceRecord, source_records
 from memoryhub.pipeline.prompts import (
     TRUNCATION_MARKER,
-    auto_memory_messages,
-    dialogue_lines,
-    memories_md_sides,
-    parse_memories_md,
     sanitize_slug,
     session_items,
     stage1_max_tokens,
@@ -397,108 +393,3 @@ def test_validate_typed_range_edges_are_inclusive() -> None:
         {"memories": [memory(record_start=10, record_end=12)]}, record_range=(10, 12)
     )
     assert (out[0].record_start, out[0].record_end) == (10, 12)
-
-
-# --- MewCode memories.md --------------------------------------------------------------------------
-
-
-def test_auto_memory_messages() -> None:
-    messages = auto_memory_messages("", ["用户: 我们用 uv", "助手: 好的"])
-    assert [m["role"] for m in messages] == ["system", "user"]
-    body = messages[1]["content"]
-    for header in ("### 用户偏好", "### 纠正反馈", "### 项目知识", "### 参考资料"):
-        assert header in body
-    assert "## 当前 memories.md\n(空)\n\n## 最近对话\n用户: 我们用 uv\n助手: 好的" in body
-    assert body.endswith("请输出更新后的完整 memories.md 内容。")
-    assert "不要写“无”" in body and '以 "- " 开头' in body
-    current = "### 用户偏好\n- 变量命名用 snake_case\n"
-    assert (
-        f"## 当前 memories.md\n{current.strip()}\n"
-        in auto_memory_messages(current, [])[1]["content"]
-    )
-
-
-def test_dialogue_lines() -> None:
-    records = session(
-        {
-            "type": "user",
-            "content": f"{INJECTION_OPEN}\n- old memory\n{INJECTION_CLOSE}\n提交前跑 lint",
-        },
-        {
-            "type": "assistant",
-            "content": [
-                {"type": "text", "text": "好的"},
-                {"type": "tool_use", "id": "x", "name": "Bash", "input": {"command": "make lint"}},
-            ],
-        },
-        {"type": "tool_result", "content": "ok", "tool_use_id": "x"},
-        {
-            "type": "assistant",
-            "content": [
-                {"type": "tool_use", "id": "y", "name": "Bash", "input": {"command": "ls"}},
-            ],
-        },
-        {"type": "user", "content": "密码是 Pa55word!x"},
-    )
-    assert dialogue_lines(records) == [
-        "用户: 提交前跑 lint",
-        "助手: 好的",
-        "用户: 密码是 [REDACTED]",
-    ]
-
-
-def test_parse_memories_md_write_rules() -> None:
-    text = """Here is the file:
-### 用户偏好
-- 变量命名用 snake_case
-  - commit message 用英文
-- 无
--
-not a bullet
-* star bullet
-- 变量命名用 snake_case
-### 纠正反馈
-- 暂无
-- N/A
-- …
-- ...
-### 项目知识 (project knowledge)
-- 使用 uv 作为包管理器
-### Something else
-- ignored
-### 参考资料
-- 文档地址：https://docs.example.dev
-"""
-    assert parse_memories_md(text) == {
-        "用户偏好": ["变量命名用 snake_case", "commit message 用英文"],
-        "纠正反馈": [],
-        "项目知识": ["使用 uv 作为包管理器"],
-        "参考资料": ["文档地址：https://docs.example.dev"],
-    }
-
-
-def test_parse_memories_md_english_headers_and_empty() -> None:
-    text = "### User preferences\n- tabs\n### Feedback\n### Project knowledge\n### References\n"
-    assert parse_memories_md(text)["用户偏好"] == ["tabs"]
-    assert parse_memories_md("") == {"用户偏好": [], "纠正反馈": [], "项目知识": [], "参考资料": []}
-
-
-def test_memories_md_sides_only_replace_a_side_with_entries() -> None:
-    sections = parse_memories_md(
-        "### 用户偏好\n### 纠正反馈\n- 项目实际是 Python 而非 Go\n"
-        "### 项目知识\n- 无\n### 参考资料\n"
-    )
-    sides = memories_md_sides(sections)
-    assert sides == {
-        "user": "### 用户偏好\n### 纠正反馈\n- 项目实际是 Python 而非 Go\n",
-        "project": None,  # no entries: the project file is left as it is
-    }
-    both = memories_md_sides(parse_memories_md(offline_memories_md([])))
-    assert both == {"user": None, "project": None}
-    full = memories_md_sides(
-        {"用户偏好": ["a"], "纠正反馈": [], "项目知识": ["b"], "参考资料": ["c"]}
-    )
-    assert full == {
-        "user": "### 用户偏好\n- a\n### 纠正反馈\n",
-        "project": "### 项目知识\n- b\n### 参考资料\n- c\n",
-    }

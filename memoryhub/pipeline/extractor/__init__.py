@@ -21,7 +21,7 @@ The extractor is a package, one module per idea, each with its part of the rules
 * `commands`: shell-command classification (useful commands, one per command of a chained
   line; errors and their fixes);
 * `keywords`: 8–13 keywords, redaction and dedupe of the output;
-* `stage1`: oh-my-pi's stage-1 JSON and MewCode's memories.md.
+* `stage1`: oh-my-pi's stage-1 JSON.
 
 `extract` keeps one memory per thing said: a command the speaker stated and that then ran is the
 statement's memory (as project knowledge; a command the speaker asked for as feedback stays that
@@ -58,24 +58,9 @@ from memoryhub.pipeline.extractor.records import (
     source_records,
 )
 from memoryhub.pipeline.extractor.sentences import user_memories
-from memoryhub.pipeline.extractor.stage1 import (
-    CATEGORIES,
-    CATEGORY_FEEDBACK,
-    CATEGORY_PREFERENCES,
-    CATEGORY_PROJECT,
-    CATEGORY_REFERENCES,
-    memory_category,
-    offline_memories_md,
-    offline_stage1,
-    render_memories_md,
-)
+from memoryhub.pipeline.extractor.stage1 import offline_stage1
 
 __all__ = [
-    "CATEGORY_FEEDBACK",
-    "CATEGORY_PREFERENCES",
-    "CATEGORY_PROJECT",
-    "CATEGORY_REFERENCES",
-    "CATEGORIES",
     "MAX_KEYWORDS",
     "MIN_KEYWORDS",
     "ExtractedMemory",
@@ -83,11 +68,8 @@ __all__ = [
     "auto_keywords",
     "expand_records",
     "extract",
-    "memory_category",
-    "offline_memories_md",
     "offline_stage1",
     "readable_text",
-    "render_memories_md",
     "source_records",
     "strip_injections",
 ]

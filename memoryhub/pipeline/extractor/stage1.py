@@ -1,14 +1,12 @@
-"""Stage-1 output of the offline extractor, and MewCode's memories.md.
-
-`offline_stage1` builds oh-my-pi's stage-1 JSON from those memories (raw_memory in Codex's
-layout, seed-algorithms §4). `offline_memories_md` writes MewCode's four-section memories.md.
+"""Stage-1 output of the offline extractor: `offline_stage1` builds oh-my-pi's stage-1 JSON
+from its memories (raw_memory in Codex's layout, seed-algorithms §4).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from memoryhub.core.redaction import redact
@@ -26,47 +24,6 @@ from memoryhub.pipeline.extractor.sentences import split_sentences
 from memoryhub.sessions.records import (
     USER,
 )
-
-CATEGORY_PREFERENCES = "用户偏好"
-CATEGORY_FEEDBACK = "纠正反馈"
-CATEGORY_PROJECT = "项目知识"
-CATEGORY_REFERENCES = "参考资料"
-CATEGORIES = (CATEGORY_PREFERENCES, CATEGORY_FEEDBACK, CATEGORY_PROJECT, CATEGORY_REFERENCES)
-
-
-def memory_category(kind: str) -> str:
-    """MewCode's memories.md section for a kind: user and soul → 用户偏好, feedback → 纠正反馈,
-    reference → 参考资料, every project-scoped kind → 项目知识."""
-    if kind in (Kind.USER, Kind.SOUL):
-        return CATEGORY_PREFERENCES
-    if kind == Kind.FEEDBACK:
-        return CATEGORY_FEEDBACK
-    if kind == Kind.REFERENCE:
-        return CATEGORY_REFERENCES
-    return CATEGORY_PROJECT
-
-
-def render_memories_md(sections: Mapping[str, Sequence[str]]) -> str:
-    """The memories.md text: all four `### ` headers in order, `- ` lines, no placeholders."""
-    lines = []
-    for category in CATEGORIES:
-        lines.append(f"### {category}")
-        for entry in sections.get(category, ()):
-            entry = re.sub(r"\s+", " ", entry).strip()
-            if entry:
-                lines.append(f"- {entry}")
-    return "\n".join(lines) + "\n"
-
-
-def offline_memories_md(memories: Iterable[ExtractedMemory]) -> str:
-    """MewCode's four-category memories.md for `memories` (see memory_category)."""
-    sections: dict[str, list[str]] = {c: [] for c in CATEGORIES}
-    for memory in memories:
-        entry = redact(memory.content)[0]
-        bucket = sections[memory_category(memory.kind)]
-        if entry not in bucket:
-            bucket.append(entry)
-    return render_memories_md(sections)
 
 
 def _first_task(expanded: Sequence[SourceRecord]) -> str:
