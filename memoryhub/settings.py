@@ -87,6 +87,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "memoryhub.core.after_response.AfterResponseMiddleware",
+    "memoryhub.core.middleware.NulCharacterMiddleware",
     "memoryhub.core.middleware.ApiBodySizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

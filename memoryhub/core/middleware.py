@@ -1,4 +1,5 @@
-"""Request guards for the API: body size limit and a JSON envelope for unhandled errors."""
+"""Request guards: NUL characters, the API's body size limit and a JSON envelope for unhandled
+API errors."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 from memoryhub.core.api_errors import (
     DATABASE_RETRY_AFTER_SECONDS,
@@ -19,6 +20,29 @@ from memoryhub.core.api_errors import (
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
+
+
+class NulCharacterMiddleware:
+    """Refuse a NUL character in the path, and in the query of a page, with 400: PostgreSQL
+    cannot store or even compare text containing one, so a lookup by it would fail with a 500.
+    The API validates its query parameters itself and answers in its error envelope."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "\x00" in request.path:
+            if request.path.startswith(API_PREFIX):
+                return error_response(
+                    400, "malformed_request", "The path contains a NUL character."
+                )
+            return HttpResponseBadRequest("The address contains a NUL character.")
+        if not request.path.startswith(API_PREFIX) and any(
+            "\x00" in key or any("\x00" in value for value in values)
+            for key, values in request.GET.lists()
+        ):
+            return HttpResponseBadRequest("The address contains a NUL character.")
+        return self.get_response(request)
 
 
 class ApiBodySizeLimitMiddleware:
@@ -40,8 +64,6 @@ class ApiBodySizeLimitMiddleware:
     ) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
             return None
-        if "\x00" in request.path:  # PostgreSQL cannot even compare text containing NUL
-            return error_response(400, "malformed_request", "The path contains a NUL character.")
         raw = request.META.get("CONTENT_LENGTH") or "0"
         try:
             length = int(raw)

@@ -162,3 +162,15 @@ def test_memories_and_transcript_link_both_ways(
     assert f"/p/alpha/memories/{memory_id}/" in section.group(0)
     memory_page = client.get(f"/p/alpha/memories/{memory_id}/").content.decode()
     assert "/p/alpha/sessions/linked/#record-5" in memory_page
+
+
+def test_a_nul_character_in_the_address_is_a_400_not_a_database_error(
+    alice_client: APIClient, alice: User, web_client: Callable[[User], Client]
+) -> None:
+    push_session(alice_client, "s-1")
+    web = web_client(alice)
+    # PostgreSQL refuses text with NUL even in a comparison: these were 500s.
+    for url in (f"{LIST}?q=%00", f"{LIST}?q=abc%00def", f"{LIST}a%00b/", f"{LIST}?%00=1"):
+        response = web.get(url)
+        assert response.status_code == 400, url
+    assert web.get(f"{LIST}?q=s-1").status_code == 200
