@@ -77,13 +77,20 @@ def bank(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
 
 @project_view()
 def rebuild_progress(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
-    """The progress fragment htmx polls (a whole page without htmx)."""
-    return render(
+    """The progress fragment htmx polls (a whole page without htmx). Once the rebuild has
+    ended, htmx reloads the page: its stats and jobs changed, and the form needs them."""
+    if not is_htmx(request):
+        return render(request, "web/admin/bank.html", _context(access), partial="rebuild-progress")
+    state = _rebuild(access)
+    response = render(
         request,
         "web/admin/bank.html",
-        _context(access) if not is_htmx(request) else {"rebuild": _rebuild(access)},
+        {"rebuild": state, "rebuild_form": forms.ConfirmForm()},
         partial="rebuild-progress",
     )
+    if state is None or not state.polling:
+        response["HX-Refresh"] = "true"
+    return response
 
 
 @require_POST

@@ -83,8 +83,12 @@ def test_rebuild_progress_polls_until_done(
     job = Job.objects.get(kind=Job.Kind.REBUILD)
     # The worker's run, in-process (the browser test runs it on a real worker).
     assert services.rebuild_run(job_id=job.pk) == "done"
-    done = client.get(BANK + "progress/", headers=htmx).content.decode()
+    finished = client.get(BANK + "progress/", headers=htmx)
+    # The last poll reloads the page (stats, jobs); its fragment is whole, form included.
+    assert finished.headers["HX-Refresh"] == "true"
+    done = finished.content.decode()
     assert "hx-trigger" not in done and 'value="100"' in done and "100 %" in done
+    assert 'name="confirm"' in done
     assert Memory.objects.filter(source_session="s-1").exists()
     # Without htmx the progress URL is the whole page.
     assert "<html" in client.get(BANK + "progress/").content.decode()
@@ -106,10 +110,14 @@ def test_the_progress_fragment_shows_a_rebuilds_error_and_stops(
     claim = jobs.claim(job.pk, lease_seconds=60)
     assert claim is not None
     assert jobs.heartbeat(claim, lease_seconds=60, progress=40)
-    running = client.get(BANK + "progress/", headers=htmx).content.decode()
+    polled = client.get(BANK + "progress/", headers=htmx)
+    running = polled.content.decode()
     assert 'value="40"' in running and 'hx-trigger="every 1s"' in running
+    assert "HX-Refresh" not in polled.headers
     jobs.fail(claim, "stage 1 of s-1 <b>exploded</b>", retry_delay_seconds=60)
-    failed = client.get(BANK + "progress/", headers=htmx).content.decode()
+    ended = client.get(BANK + "progress/", headers=htmx)
+    assert ended.headers["HX-Refresh"] == "true"
+    failed = ended.content.decode()
     assert "hx-trigger" not in failed
     assert "stage 1 of s-1 &lt;b&gt;exploded&lt;/b&gt;" in failed and 'role="alert"' in failed
     assert "It is retried at" in failed
