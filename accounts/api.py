@@ -13,7 +13,6 @@ from rest_framework.views import APIView
 
 from accounts import selectors, services
 from accounts.actors import actor_of, user_of
-from accounts.models import ApiToken
 from memoryhub.core.api import Pagination, paginated_response
 from projects.selectors import project_access
 
@@ -62,7 +61,7 @@ class TokenCollectionApi(APIView):
 
     @extend_schema(operation_id="tokens_list", responses=TokenOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        tokens = selectors.token_list(user=user_of(request))
+        tokens = selectors.token_list_for_actor(actor=actor_of(request))
         return paginated_response(request, self, tokens, TokenOutputSerializer)
 
     @extend_schema(
@@ -95,8 +94,11 @@ class TokenCollectionApi(APIView):
 class TokenRevokeApi(APIView):
     @extend_schema(operation_id="tokens_revoke", request=None, responses=TokenOutputSerializer)
     def post(self, request: Request, token_id: UUID) -> Response:
-        token: ApiToken | None = selectors.token_get(user=user_of(request), public_id=str(token_id))
+        actor = actor_of(request)
+        # One answer for a token that does not exist and one this actor may not see, so a
+        # project-restricted token cannot learn of the person's other tokens.
+        token = selectors.token_get_for_actor(actor=actor, public_id=str(token_id))
         if token is None:
             raise Http404("Token not found.")
-        token = services.token_revoke(token=token, actor=actor_of(request))
+        token = services.token_revoke(token=token, actor=actor)
         return Response(TokenOutputSerializer(token).data)

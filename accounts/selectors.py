@@ -7,6 +7,7 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from accounts import tokens
+from accounts.actors import Actor
 from accounts.models import ApiToken, User
 from memoryhub.core import rows
 from projects.models import Project
@@ -60,11 +61,52 @@ def token_find_usable(*, raw: str, project_slug: str | None = None) -> ApiToken 
 
 
 def token_list(*, user: User) -> QuerySet[ApiToken]:
-    return ApiToken.objects.filter(user=user).select_related("project").order_by("-created_at")
+    """Every token of `user`: what the person, signed in, manages (the dashboard's view)."""
+    return token_list_for_actor(actor=Actor(user=user))
 
 
 def token_get(*, user: User, public_id: str) -> ApiToken | None:
-    return token_list(user=user).filter(public_id=public_id).first()
+    return token_get_for_actor(actor=Actor(user=user), public_id=public_id)
+
+
+def token_list_for_actor(*, actor: Actor) -> QuerySet[ApiToken]:
+    """The tokens `actor` may see and revoke: the one rule for listing and looking tokens up.
+
+    The person (browser session) and their unrestricted tokens: all of the person's tokens.
+    A token limited to a project is one agent's credential there, not the person's: it sees
+    only itself and the tokens minted with it, at any depth (never its parent, a sibling or
+    another project's token), so a leaked agent token cannot map or revoke the person's other
+    credentials. Callers answer 404 for the rest, as for a token that does not exist."""
+    if actor.user is None:
+        return ApiToken.objects.none()
+    tokens = ApiToken.objects.filter(user=actor.user)
+    current = actor.token
+    if current is not None and (project_id := current.project_id) is not None:
+        tokens = tokens.filter(project_id=project_id, pk__in=_lineage(current, project_id))
+    return tokens.select_related("project").order_by("-created_at")
+
+
+def token_get_for_actor(*, actor: Actor, public_id: str) -> ApiToken | None:
+    return token_list_for_actor(actor=actor).filter(public_id=public_id).first()
+
+
+def _lineage(token: ApiToken, project_id: int) -> set[int]:
+    """The pks of `token` (limited to `project_id`) and every token minted with it, at any depth.
+
+    Minted tokens keep their parent's owner and project (services.token_create), so walking
+    that owner's tokens on that project finds them all: a handful of rows, one statement."""
+    edges = ApiToken.objects.filter(
+        user_id=token.user_id, project_id=project_id, parent__isnull=False
+    ).values_list("pk", "parent_id")
+    children: dict[int, list[int]] = {}
+    for pk, parent_id in edges:
+        children.setdefault(parent_id, []).append(pk)
+    found, frontier = {token.pk}, [token.pk]
+    while frontier:
+        below = [pk for parent in frontier for pk in children.get(parent, ()) if pk not in found]
+        found.update(below)
+        frontier = below
+    return found
 
 
 def user_get(*, username: str, active_only: bool = False) -> User | None:
