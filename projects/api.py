@@ -65,7 +65,12 @@ class ProjectDetailApi(APIView):
         description = serializers.CharField(max_length=5000, required=False, allow_blank=True)
         timezone = serializers.CharField(max_length=64, required=False)
         settings = serializers.DictField(
-            required=False, help_text=f"JSON object, at most {PROJECT_SETTINGS_MAX_BYTES} bytes."
+            required=False,
+            help_text=(
+                "The sections to set, each replaced whole; a section given as null is removed"
+                " and sections not named stay. The stored object is at most"
+                f" {PROJECT_SETTINGS_MAX_BYTES} bytes."
+            ),
         )
 
     @extend_schema(operation_id="projects_get", responses=ProjectOutputSerializer)
@@ -84,7 +89,9 @@ class ProjectDetailApi(APIView):
         )
         payload = self.ProjectUpdateInput(data=request.data)
         payload.is_valid(raise_exception=True)
-        project = services.project_update(access=access, changes=dict(payload.validated_data))
+        project = services.project_update(
+            access=access, changes=dict(payload.validated_data), merge_settings=True
+        )
         return Response(ProjectOutputSerializer(project).data)
 
 

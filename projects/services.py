@@ -56,11 +56,27 @@ def project_create(
 
 
 @transaction.atomic
-def project_update(*, access: ProjectAccess, changes: dict[str, Any]) -> Project:
+def project_update(
+    *, access: ProjectAccess, changes: dict[str, Any], merge_settings: bool = False
+) -> Project:
+    """Change the project's editable fields. `settings` replaces the whole object, or with
+    merge_settings only the sections it names (a section given as None is removed): the API's
+    PATCH, so tuning one section never drops another."""
     project = access.project
     unknown = set(changes) - set(PROJECT_EDITABLE_FIELDS)
     if unknown:
         raise ApplicationError(f"Cannot change {', '.join(sorted(unknown))}.")
+    if merge_settings and "settings" in changes:
+        # Locked, as project_settings_section_put: concurrent writers of other sections stay.
+        stored = Project.objects.select_for_update().get(pk=project.pk).settings
+        project.settings = stored
+        merged = dict(stored)
+        for section, value in changes["settings"].items():
+            if value is None:
+                merged.pop(section, None)
+            else:
+                merged[section] = value
+        changes = {**changes, "settings": merged}
     before = project.to_dict()  # every editable field, as stored
     for field, value in changes.items():
         setattr(project, field, value)

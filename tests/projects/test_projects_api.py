@@ -189,3 +189,25 @@ def test_settings_of_each_app_are_checked_when_saved(
     assert not Project.objects.filter(slug="beta").exists()
     good = {"recall": {"search_k1": 1.5}, "sessions": {"keep_recent_turns": 4}}
     assert alice_client.patch(P, {"settings": good}, format="json").status_code == 200
+
+
+def test_patching_settings_sets_the_sections_named_and_keeps_the_others(
+    alice_client: APIClient,
+) -> None:
+    def settings(body: dict[str, Any]) -> Any:
+        response = alice_client.patch(P, {"settings": body}, format="json")
+        assert response.status_code == 200, response.content
+        return response.json()["settings"]
+
+    assert settings({"review_required": True}) == {"review_required": True}
+    # Tuning recall must not turn the review gate off (it replaced the whole object before).
+    assert settings({"recall": {"search_k1": 0.5}}) == {
+        "review_required": True,
+        "recall": {"search_k1": 0.5},
+    }
+    assert settings({"recall": {"search_b": 0.5}}) == {  # a section is replaced whole
+        "review_required": True,
+        "recall": {"search_b": 0.5},
+    }
+    assert settings({"recall": None}) == {"review_required": True}  # null removes it
+    assert Project.objects.get(slug="alpha").settings == {"review_required": True}
