@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from accounts import selectors as account_selectors
 from accounts.actors import actor_of, user_of
-from memoryhub.core.api import Pagination, paginated_response
+from memoryhub.core.api import Pagination, StrictInput, paginated_response
 from projects import selectors, services
 from projects.models import PROJECT_SETTINGS_MAX_BYTES, Role
 
@@ -60,7 +60,8 @@ class ProjectCollectionApi(APIView):
 
 
 class ProjectDetailApi(APIView):
-    class ProjectUpdateInput(serializers.Serializer):
+    class ProjectUpdateInput(StrictInput):
+        changed_elsewhere = {"slug": "A project's slug never changes (its URLs and tokens use it)."}
         name = serializers.CharField(max_length=200, required=False)
         description = serializers.CharField(max_length=5000, required=False, allow_blank=True)
         timezone = serializers.CharField(max_length=64, required=False)

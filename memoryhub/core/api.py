@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -22,6 +23,26 @@ class Pagination(LimitOffsetPagination):
     @property
     def max_limit(self) -> int:  # type: ignore[override]
         return settings.API_MAX_PAGE_SIZE
+
+
+class StrictInput(serializers.Serializer):
+    """An input that refuses a field it does not take (400, per field) instead of dropping it:
+    a client PATCHing `status` would otherwise believe it worked. `changed_elsewhere` says where
+    such a field is changed instead."""
+
+    changed_elsewhere: ClassVar[dict[str, str]] = {}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = [name for name in data if name not in self.fields]
+            if unknown:
+                raise serializers.ValidationError(
+                    {
+                        name: [self.changed_elsewhere.get(name, "This request cannot set it.")]
+                        for name in unknown
+                    }
+                )
+        return super().to_internal_value(data)
 
 
 class PageParams(serializers.Serializer):

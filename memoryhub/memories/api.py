@@ -13,7 +13,13 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.core.api import CommaSeparatedChoiceField, PageParams, Pagination, paginated_response
+from memoryhub.core.api import (
+    CommaSeparatedChoiceField,
+    PageParams,
+    Pagination,
+    StrictInput,
+    paginated_response,
+)
 from memoryhub.memories import kinds, selectors, services
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
@@ -221,7 +227,12 @@ class MemoryBulkCreateApi(APIView):
 
 
 class MemoryDetailApi(APIView):
-    class MemoryUpdateInput(serializers.Serializer):
+    class MemoryUpdateInput(StrictInput):
+        changed_elsewhere = {
+            "status": "Change it with POST …/approve/, …/reject/, …/archive/, …/stale/ or"
+            " …/restore/.",
+            "scope": "A user memory becomes a project memory with POST …/promote/.",
+        }
         kind = KindField(required=False)
         subcategory = serializers.ChoiceField(
             choices=Subcategory.choices, required=False, allow_blank=True

@@ -211,3 +211,24 @@ def test_patching_settings_sets_the_sections_named_and_keeps_the_others(
     }
     assert settings({"recall": None}) == {"review_required": True}  # null removes it
     assert Project.objects.get(slug="alpha").settings == {"review_required": True}
+
+
+def test_a_patch_refuses_what_it_cannot_change_instead_of_ignoring_it(
+    alice_client: APIClient,
+) -> None:
+    refused = alice_client.patch(P, {"slug": "renamed", "name": "New"}, format="json")
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert error["code"] == "validation_error" and "never changes" in error["details"]["slug"][0]
+    assert Project.objects.get(slug="alpha").name != "New"  # all or nothing
+    memory = alice_client.post(P + "memories/", {"kind": "fact", "content": "uv"}, format="json")
+    url = P + f"memories/{memory.json()['id']}/"
+    for body, field, hint in (
+        ({"status": "archived"}, "status", "/archive/"),
+        ({"scope": "user"}, "scope", "/promote/"),
+        ({"hit_count": 9}, "hit_count", "cannot set"),
+    ):
+        response = alice_client.patch(url, body, format="json")
+        assert response.status_code == 400, body
+        assert hint in response.json()["error"]["details"][field][0]
+    assert alice_client.get(url).json()["status"] == "active"
