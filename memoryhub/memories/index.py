@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import Count, Q
 
 from memoryhub.memories.models import MemoryTerm
@@ -43,24 +44,25 @@ def sharing_most_terms(
     """(memory id, how many of `terms` it holds) of the k memories that hold the most of
     `terms`, best first (ties: newest first), and every memory tied with the k-th, at most
     MAX_CANDIDATES. `where` restricts to memories matching it (lookups through `memory__`) at
-    the price of a join. One statement over the terms' postings, a second only when the tie
-    group runs past the first one's LIMIT."""
+    the price of a join. One statement: the counts are computed once, then cut at the k-th."""
     if not terms or k <= 0:
         return []
     postings = MemoryTerm.objects.filter(project_id=project_id, term__in=list(terms))
     if where is not None:
         postings = postings.filter(where)
-    shared = (
+    counts, params = (
         postings.values("memory_id")
         .annotate(shared=Count("*"))
-        .order_by("-shared", "-memory_id")
         .values_list("memory_id", "shared")
+        .query.sql_with_params()
     )
-    fetch = min(2 * k, MAX_CANDIDATES)
-    rows = list(shared[:fetch])
-    if len(rows) == fetch and rows[-1][1] == rows[min(k, fetch) - 1][1]:
-        rows = list(shared[:MAX_CANDIDATES])  # the tie with the k-th place may go on
-    if len(rows) <= k:
-        return rows
-    threshold = rows[k - 1][1]
-    return [row for row in rows if row[1] >= threshold]
+    # `counts` is Django's own SQL; every value in it is a parameter.
+    sql = (
+        f"WITH counts AS ({counts}) SELECT memory_id, shared FROM counts"  # noqa: S608
+        " WHERE shared >= COALESCE("
+        "(SELECT shared FROM counts ORDER BY shared DESC LIMIT 1 OFFSET %s), 0)"
+        " ORDER BY shared DESC, memory_id DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, k - 1, MAX_CANDIDATES])
+        return [(memory_id, shared) for memory_id, shared in cursor.fetchall()]
