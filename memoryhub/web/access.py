@@ -10,9 +10,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
+from zoneinfo import ZoneInfo
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.template.response import SimpleTemplateResponse
+from django.utils import timezone
 
 from accounts.actors import Actor
 from accounts.models import User
@@ -54,7 +57,13 @@ def project_view(
         @functools.wraps(view)
         def wrapper(request: HttpRequest, slug: str, *args: P.args, **kwargs: P.kwargs) -> R:
             access = access_for(request, slug, min_role)
-            return view(request, access, *args, **kwargs)
+            # Times on a project's pages, shown and typed, are in the project's time zone
+            # (rendered here: a TemplateResponse would render after the zone is restored).
+            with timezone.override(ZoneInfo(access.project.timezone)):
+                response = view(request, access, *args, **kwargs)
+                if isinstance(response, SimpleTemplateResponse) and not response.is_rendered:
+                    response.render()
+                return response
 
         return login_required(wrapper)
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django import forms
+from django.utils import timezone
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -152,6 +153,13 @@ class TokenCreateForm(forms.Form):
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Read in the active time zone: the project's (memoryhub.web.access.project_view).
+        self.fields["expires_at"].help_text = _("In the project's time zone, %(zone)s.") % {
+            "zone": timezone.get_current_timezone_name()
+        }
 
 
 # --- per-project settings -----------------------------------------------------------------

@@ -106,3 +106,28 @@ def test_outsiders_get_404(
     assert client.get(MEMBERS).status_code == 404
     assert client.post("/p/alpha/tokens/new/", {"name": "x"}).status_code == 404
     assert client.post(MEMBERS + "alice/remove/").status_code == 404
+
+
+def test_a_token_expiry_is_typed_and_shown_in_the_projects_time_zone(
+    bob: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    project.timezone = "Asia/Shanghai"  # UTC+8, no daylight saving
+    project.save(update_fields=["timezone"])
+    client = web_client(bob)
+    form = client.get(MEMBERS).content.decode()
+    assert "In the project&#x27;s time zone, Asia/Shanghai." in form
+    created = client.post(
+        "/p/alpha/tokens/new/",
+        {"name": "ci", "this_project_only": "on", "expires_at": "2031-05-01T10:00"},
+    )
+    assert created.status_code == 201
+    token = ApiToken.objects.get(name="ci")
+    assert (
+        token.expires_at is not None and token.expires_at.isoformat() == "2031-05-01T02:00:00+00:00"
+    )
+    row = re.search(rf'<tr id="token-{token.public_id}">(.*?)</tr>', created.content.decode(), re.S)
+    assert row is not None and "2031-05-01 10:00" in row.group(1)
+    never = token_create(user=bob, actor=Actor(user=bob), name="forever", project=project)[0]
+    listing = client.get(MEMBERS).content.decode()
+    row = re.search(rf'<tr id="token-{never.public_id}">(.*?)</tr>', listing, re.S)
+    assert row is not None and "never" in row.group(1)
