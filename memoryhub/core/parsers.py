@@ -16,6 +16,8 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.utils.json import strict_constant
 
+from memoryhub.core.streams import iter_lines
+
 # Agent transcripts nest about ten levels (records → content blocks → tool results → …).
 MAX_JSON_DEPTH = 100
 
@@ -78,9 +80,10 @@ class NdjsonParser(BaseParser):
         parser_context: Mapping[str, Any] | None = None,
     ) -> list[Any]:
         items = []
-        for number, raw in enumerate(stream, 1):
+        # Not `for raw in stream`: that reads with readline, which sees nothing under ASGI.
+        for number, raw in enumerate(iter_lines(stream), 1):
             try:
-                line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+                line = raw.decode("utf-8")
                 if not line.strip():
                     continue
                 items.append(loads(line, parse_constant=strict_constant))  # no NaN/Infinity

@@ -22,6 +22,7 @@ from accounts.actors import actor_of
 from memoryhub.core.api import PageParams, Pagination, paginated_response
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.parsers import JsonParser, NdjsonParser
+from memoryhub.core.streams import iter_lines
 from memoryhub.sessions import selectors, services
 from memoryhub.sessions.conversation import estimate_tokens, messages_to_records
 from memoryhub.sessions.importers import FORMATS
@@ -57,6 +58,7 @@ class SessionCollectionApi(APIView):
     pagination_class = Pagination  # documents the {count, next, previous, results} page
 
     class SessionCreateInput(serializers.Serializer):
+        # "/" is refused by services.session_get_or_create (which still finds an older one).
         external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
         title = serializers.CharField(max_length=200, required=False, allow_blank=True)
         metadata = serializers.DictField(required=False)
@@ -461,7 +463,13 @@ class SessionImportApi(APIView):
     class ImportParams(serializers.Serializer):
         # `format` is this endpoint's own parameter (DRF's ?format= override is off).
         format = serializers.ChoiceField(choices=list(FORMATS), required=False)
-        external_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        # "/" is refused here, before a large upload is staged for the worker.
+        external_id = serializers.CharField(
+            max_length=200,
+            required=False,
+            allow_blank=True,
+            validators=[services.validate_external_id],
+        )
 
     @extend_schema(
         operation_id="sessions_import",
@@ -612,7 +620,7 @@ class SessionTranscriptPushApi(APIView):
             ("application/x-ndjson", "application/jsonl", "text/plain")
         ):
             raise serializers.ValidationError({"transcript": ["Send application/x-ndjson."]})
-        lines = list(iter(request.stream.readline, b"")) if request.stream else []
+        lines = list(iter_lines(request.stream)) if request.stream else []
         try:
             result = services.transcript_push(
                 session=session,

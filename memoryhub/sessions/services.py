@@ -56,6 +56,18 @@ def new_external_id() -> str:
     return f"session_{timezone.now():%Y%m%d_%H%M%S}_{suffix}"
 
 
+EXTERNAL_ID_SLASH = (
+    'An external id cannot contain "/": it names the session in URLs (…/sessions/{id}/), '
+    "where a slash, even encoded as %2F, splits the path."
+)
+
+
+def validate_external_id(external_id: str) -> None:
+    """For a serializer field naming a session to create; the services check the same."""
+    if "/" in external_id:
+        raise ValidationError(EXTERNAL_ID_SLASH, code="invalid")
+
+
 @transaction.atomic
 def session_get_or_create(
     *,
@@ -66,11 +78,14 @@ def session_get_or_create(
     metadata: dict[str, Any] | None = None,
     source: str = AgentSession.Source.API,
 ) -> tuple[AgentSession, bool]:
-    """The project's session with this external id, created when missing (idempotent)."""
+    """The project's session with this external id, created when missing (idempotent).
+    An id with "/" is refused only when creating: one stored before that rule still resolves."""
     external_id = external_id or new_external_id()
     existing = AgentSession.objects.filter(project=project, external_id=external_id).first()
     if existing is not None:
         return existing, False
+    if "/" in external_id:
+        raise ValidationError({"external_id": EXTERNAL_ID_SLASH})
     if session_config(project.settings).redact_secrets:  # agents put paths, env lines here
         title = redaction.redact(title)[0]
         metadata = redaction.redact_json(metadata or {})[0]
@@ -267,18 +282,29 @@ def session_import(
     external_id: str = "",
 ) -> AgentSession:
     """Import a whole transcript (MewCode .jsonl [+ .meta] or Claude Code .jsonl), streamed in
-    batches inside one transaction: a malformed line rolls everything back."""
+    batches inside one transaction: a malformed line rolls everything back.
+
+    A session id with "/" cannot name the session in URLs and is refused like a malformed file
+    (TranscriptFormatError): an upload whose transcript carries one (MewCode .meta id, Claude
+    Code sessionId) can be retried with another `external_id`; a bundle import (interchange)
+    names that file among its errors."""
     info = importers.TranscriptInfo()
     mewcode_meta = importers.parse_mewcode_meta(meta) if meta else None
     parsed = importers.parse_transcript(lines, format=transcript_format, info=info)
     # The first record settles the format and (Claude Code) the session id.
     first = next(parsed, None)
+    given = external_id
     external_id = (
         external_id
         or (mewcode_meta.id if mewcode_meta else "")
         or info.external_id
         or new_external_id()
     )
+    if "/" in external_id:
+        hint = "" if given else "; import it with another external_id"
+        raise importers.TranscriptFormatError(
+            0, f'the session id {external_id!r} contains "/", which a session URL cannot hold{hint}'
+        )
     if AgentSession.objects.filter(project=project, external_id=external_id).exists():
         raise Conflict(
             f"Session {external_id!r} already exists in this project.",
