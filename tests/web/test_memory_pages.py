@@ -306,6 +306,16 @@ def test_merge_page_previews_and_merges(
     assert "Superseded by" in client.get(url("memory", other)).content.decode()
 
 
+def test_a_memory_cannot_be_previewed_as_merged_into_itself(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    keep = remember(project, alice, "Tests run with make test.")
+    page = web_client(alice).get(url("memory_merge", keep), {"other": str(keep.public_id)})
+    html = page.content.decode()
+    assert page.status_code == 200 and "Pick two different memories." in html
+    assert "Tests run with make test.\n\nTests run with make test." not in html
+
+
 def test_find_similar_lists_neighbours(
     alice: User, project: Project, web_client: Callable[[User], Client]
 ) -> None:

@@ -244,3 +244,12 @@ def test_queue_queries_do_not_grow_with_items(
     with django_assert_max_num_queries(len(few.captured_queries)):  # type: ignore[attr-defined]
         response = client.get(QUEUE)
     assert len(response.context["items"]) == 20
+
+
+def test_an_empty_queue_says_so_without_the_keyboard_help(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    html = web_client(alice).get(QUEUE).content.decode()
+    assert "Nothing to review." in html and "Keyboard:" not in html
+    remember(project, alice, "Proposed: use uv.", status=Memory.Status.PROPOSED)
+    assert "Keyboard:" in web_client(alice).get(QUEUE).content.decode()

@@ -418,7 +418,10 @@ def memory_merge(request: HttpRequest, access: ProjectAccess, memory_id: UUID) -
     if form.is_bound and form.is_valid():
         # Only a memory this person can see can be named (404 otherwise, as in the API).
         other = _get(access, form.cleaned_data["other"])
-        if request.method == "POST":
+        if other.pk == keep.pk:  # the preview would show the text twice; the service refuses too
+            form.add_error("other", _("Pick two different memories."))
+            other = None
+        elif request.method == "POST":
             try:
                 services.memory_merge(
                     keep=keep,
