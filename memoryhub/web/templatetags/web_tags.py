@@ -50,6 +50,25 @@ TOKEN_STATUSES = {
     "revoked": _("revoked"),
     "expired": _("expired"),
 }
+JOB_STATUSES = {
+    "pending": _("queued"),
+    "running": _("running"),
+    "done": _("done"),
+    "error": _("error, will retry"),
+    "failed": _("failed"),
+}
+JOB_KINDS = {
+    "stage1": _("extraction"),
+    "stage2": _("consolidation"),
+    "rebuild": _("rebuild"),
+    "dream": _("dream"),
+    "import": _("import"),
+}
+LLM_STATES = {
+    "ok": _("ok"),
+    "budget_exhausted": _("budget exhausted"),
+    "misconfigured": _("misconfigured"),
+}
 SCOPES = {
     "project": _("Project: every member sees it"),
     "user": _("Private: only its owner sees it"),
@@ -74,6 +93,21 @@ def scope_label(scope: str) -> Any:
 @register.filter
 def token_status_label(status: str) -> Any:
     return TOKEN_STATUSES.get(status, status)
+
+
+@register.filter
+def job_status_label(status: str) -> Any:
+    return JOB_STATUSES.get(status, status)
+
+
+@register.filter
+def job_kind_label(kind: str) -> Any:
+    return JOB_KINDS.get(kind, kind)
+
+
+@register.filter
+def llm_state_label(state: str) -> Any:
+    return LLM_STATES.get(state, state)
 
 
 @register.filter

@@ -8,6 +8,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts.models import User
+from memoryhub.pipeline import jobs
+from memoryhub.pipeline.models import Job
 from projects.models import Project
 from tests.web.admin.helpers import push_session
 
@@ -37,3 +39,13 @@ def test_pages_speak_chinese(
     assert "Please fix the flaky test" in transcript  # the agent's words are not translated
     settings_page = client.get("/p/alpha/settings/", **ZH).content.decode()  # type: ignore[arg-type]
     assert "默认： 0.3" in settings_page
+
+
+def test_the_bank_page_names_job_states_in_chinese(
+    alice: User, alice_client: APIClient, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    jobs.ensure(kind=Job.Kind.STAGE1, key="s-1", project=project, bump=True)  # queued
+    html = web_client(alice).get("/p/alpha/bank/", **ZH).content.decode()  # type: ignore[arg-type]
+    assert "<td>提取</td>" in html and ">stage1<" not in html  # the job's kind
+    assert ">排队中</span>" in html and ">pending<" not in html  # its status
+    assert '<span class="ok">正常</span>' in html and ">ok<" not in html  # the LLM's state
