@@ -153,6 +153,7 @@ def test_preference_about_the_repo_is_a_rule_and_about_the_assistant_is_feedback
         "Please always add type hints to new functions.",
         "From now on, write commit messages in English.",
         "Whenever you touch a component, update its Storybook story as well.",
+        "Always use feature flags for risky changes.",  # an exploratory test's miss
         "以后写测试都用 pytest 的 parametrize。",
         "提交代码一律走 pull request。",
     ],

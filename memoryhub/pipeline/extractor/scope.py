@@ -68,6 +68,7 @@ CODE_WORDS = re.compile(
 _TEAM_WORDS = re.compile(
     r"""\b(?:commits?|committing|pull\s+requests?|prs?|merg\w+|rebas\w+|push\w*|reviews?|
         releases?|changelog|versions?|lockfiles?|indent\w*|tabs?|spaces|whitespace|format\w*|
+        feature\s+flags?|flags?|rollouts?|rollbacks?|refactor\w*|hotfix\w*|
         lint\w*|naming|names?|prefix\w*|snake_case|camel\s*case|kebab-case|exports?|
         frontend|backend|makefile|builds?|docs|documentation|readme|comments?|docstrings?|
         errors?|retries|timeouts?|indexes|cents|prices?|amounts?|currency|decimals?|integers?|
