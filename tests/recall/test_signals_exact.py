@@ -61,13 +61,8 @@ def _bank(client: APIClient, rng: random.Random, n: int) -> None:
     assert response.status_code == 201, response.content
     for memory in Memory.objects.order_by("pk")[: n // 10]:
         action = rng.choice(("archive", "stale"))
-        if action == "archive":
-            url = f"{PROJECT}memories/{memory.public_id}/archive/"
-            assert client.post(url, {}, format="json").status_code == 200
-        else:
-            url = f"{PROJECT}memories/{memory.public_id}/"
-            body = {"status": "stale", "status_reason": "old"}
-            assert client.patch(url, body, format="json").status_code == 200, url
+        url = f"{PROJECT}memories/{memory.public_id}/{action}/"
+        assert client.post(url, {"reason": "old"}, format="json").status_code == 200, url
 
 
 def _reference(query: str, k: int = 20) -> list[tuple[str, float]]:
