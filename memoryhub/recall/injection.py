@@ -12,8 +12,12 @@ Four profiles, one per agent family (seed-algorithms §1.3, §3.5, §5.4):
   memory_summary.md artifact cut to 5,000 omp tokens (4 chars each, head 60 % / tail 40 %),
   then "learned" lessons (active lesson memories, newest first) in what is left of the cap.
 - ``meow``: meow-memory's first-turn block, 【关于你】 soul, 【关于user】 user, 【设计原则】
-  rules with importance ≥ 2, 【记忆导引】. meow's global rules (project IS NULL) map to the
-  rules in this project's bank, where every rule is "global" for the agents working on it.
+  rules with importance ≥ 2, 【记忆导引】 — meow's own Chinese framework words (its
+  prompts/zh/labels.md: "关于user" names the user layer), or its English ones ([About you],
+  [About the user], [Design principles], [Memory guide]) when the memories are mostly not
+  Chinese, the rule of the mewcode headings (memoryhub.recall.language). meow's global rules
+  (project IS NULL) map to the rules in this project's bank, where every rule is "global" for
+  the agents working on it.
 - ``default``: instructions, then soul/user/feedback memories, then rules with importance ≥ 2,
   then memory_summary.md, then project memories (project, fact, lesson, topic, reference).
 
@@ -39,10 +43,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 from functools import partial
@@ -56,6 +60,7 @@ from memoryhub.memories.kinds import Kind
 from memoryhub.memories.markup import truncate_middle
 from memoryhub.recall import instructions, services
 from memoryhub.recall.conf import recall_config
+from memoryhub.recall.language import Language, text_language
 from memoryhub.recall.layout import (
     WRAP_OVERHEAD,
     Block,
@@ -113,7 +118,6 @@ MEWCODE_HEADINGS_EN = (
     "### Project knowledge",
     "### References",
 )
-_CJK = re.compile(r"[\u3400-\u9fff]")
 PREFERENCE_KINDS = (Kind.SOUL, Kind.USER)
 KNOWLEDGE_KINDS = (Kind.PROJECT, Kind.FACT, Kind.LESSON, Kind.RULE, Kind.TOPIC)
 
@@ -132,12 +136,55 @@ and correct the memory so it is regenerated.
 OMP_SUMMARY_HEAD = "Memory summary:"
 OMP_LEARNED_HEAD = "Learned lessons (they may be stale—verify them before relying on them):"
 
-MEOW_OPEN = "===== 长期记忆 ====="
-MEOW_CLOSE = "===== 长期记忆结束 ====="
-MEOW_SOUL = "【关于你】"
-MEOW_USER = "【关于user】"
-MEOW_RULES = "【设计原则】"
-MEOW_GUIDE = "【记忆导引】"
+
+@dataclass(frozen=True)
+class MeowWords:
+    """meow-memory's framework words of its first-turn block in one language (its
+    prompts/<lang>/labels.md), with MemoryHub's guide lines."""
+
+    open: str
+    close: str
+    soul: str
+    user: str
+    rules: str
+    guide: str
+    search_line: str  # {base}: the project's API path
+    project_line: str
+    projects_line: str  # {projects}: the caller's project slugs, joined by `separator`
+    separator: str
+
+
+MEOW_WORDS = {
+    Language.ZH: MeowWords(
+        open="===== 长期记忆 =====",
+        close="===== 长期记忆结束 =====",
+        soul="【关于你】",
+        user="【关于user】",  # meow's own words: "user" is the name of the layer
+        rules="【设计原则】",
+        guide="【记忆导引】",
+        search_line="- 需要回忆细节时，先用 memory_search 按关键词检索（GET {base}/memories/search/"
+        "?q=…），再用 memory_read 读取全文（GET {base}/memories/{{id}}/）。",
+        project_line="- 做项目相关的工作前，先调用 memory_project 查看项目全景"
+        "（GET {base}/panorama/）。",
+        projects_line="- 你可以查看的项目：{projects}",
+        separator="、",
+    ),
+    Language.EN: MeowWords(
+        open="===== LONG-TERM MEMORY =====",
+        close="===== END OF LONG-TERM MEMORY =====",
+        soul="[About you]",
+        user="[About the user]",
+        rules="[Design principles]",
+        guide="[Memory guide]",
+        search_line="- To recall details, search by keywords with memory_search (GET "
+        "{base}/memories/search/?q=…), then read one in full with memory_read (GET "
+        "{base}/memories/{{id}}/).",
+        project_line="- Before working on a project, call memory_project for the project at a "
+        "glance (GET {base}/panorama/).",
+        projects_line="- Projects you can see: {projects}",
+        separator=", ",
+    ),
+}
 
 DEFAULT_PREFACE = (
     "Team memory from MemoryHub for project {slug}. It is background from earlier sessions: "
@@ -210,8 +257,8 @@ def _mewcode(access: ProjectAccess, today: date, budget_tokens: int | None) -> P
 def _mewcode_headings(entries: Sequence[Entry]) -> tuple[str, ...]:
     """MewCode's Chinese memories.md headings when at least half the memories are Chinese,
     English ones otherwise (English memories under 用户偏好 read as noise to the model)."""
-    chinese = sum(1 for e in entries if _CJK.search(e.content))
-    return MEWCODE_HEADINGS_ZH if entries and 2 * chinese >= len(entries) else MEWCODE_HEADINGS_EN
+    chinese = text_language(e.content for e in entries) == Language.ZH
+    return MEWCODE_HEADINGS_ZH if chinese else MEWCODE_HEADINGS_EN
 
 
 def _omp(access: ProjectAccess, today: date, budget_tokens: int | None) -> Payload:
@@ -247,38 +294,42 @@ def _omp(access: ProjectAccess, today: date, budget_tokens: int | None) -> Paylo
     return collector.payload(root, wrap(root.render()))
 
 
-def _meow_guide(access: ProjectAccess) -> str:
+def _meow_guide(access: ProjectAccess, words: MeowWords) -> str:
     base = f"/api/v1/projects/{access.project.slug}"
-    projects = "、".join(project_list(actor=access.actor).values_list("slug", flat=True))
-    return (
-        f"- 需要回忆细节时，先用 memory_search 按关键词检索（GET {base}/memories/search/?q=…），"
-        f"再用 memory_read 读取全文（GET {base}/memories/{{id}}/）。\n"
-        f"- 做项目相关的工作前，先调用 memory_project 查看项目全景（GET {base}/panorama/）。\n"
-        f"- 你可以查看的项目：{projects}"
+    slugs = project_list(actor=access.actor).values_list("slug", flat=True)
+    return "\n".join(
+        (
+            words.search_line.format(base=base),
+            words.project_line.format(base=base),
+            words.projects_line.format(projects=words.separator.join(slugs)),
+        )
     )
 
 
 def _meow(access: ProjectAccess, today: date, budget_tokens: int | None) -> Payload:
     max_chars = max_chars_for(budget_tokens or DEFAULT_BUDGET_TOKENS)
-    root = Block(head=MEOW_OPEN, sep="\n")
-    soul = root.block(head=MEOW_SOUL, name="soul")
-    user = root.block(head=MEOW_USER, name="user")
-    rules = root.block(head=MEOW_RULES, name="rules")
-    root.block(head=MEOW_GUIDE, name="guide").add(_meow_guide(access))
-    root.add(MEOW_CLOSE)
+    # Fetched first: the memories decide the language of the words around them.
+    groups = [
+        injection_entries(access, kinds, max_chars=max_chars, min_importance=m)
+        for kinds, m in (
+            ((Kind.SOUL,), None),
+            ((Kind.USER,), None),
+            ((Kind.RULE,), RULE_MIN_IMPORTANCE),
+        )
+    ]
+    words = MEOW_WORDS[text_language(e.content for group in groups for e in group)]
+    root = Block(head=words.open, sep="\n")
+    blocks = [
+        root.block(head=words.soul, name="soul"),
+        root.block(head=words.user, name="user"),
+        root.block(head=words.rules, name="rules"),
+    ]
+    root.block(head=words.guide, name="guide").add(_meow_guide(access, words))
+    root.add(words.close)
     budget = Budget(root, max_chars, WRAP_OVERHEAD)
     collector = Collector()
-    for block, kinds, m in (
-        (soul, (Kind.SOUL,), None),
-        (user, (Kind.USER,), None),
-        (rules, (Kind.RULE,), RULE_MIN_IMPORTANCE),
-    ):
-        collector.fill_from(
-            budget,
-            block,
-            partial(injection_entries, access, kinds, max_chars=max_chars, min_importance=m),
-            _id_bullet,
-        )
+    for block, group in zip(blocks, groups, strict=True):
+        collector.fill_from(budget, block, partial(list, group), _id_bullet)
     return collector.payload(root, wrap(root.render()))
 
 

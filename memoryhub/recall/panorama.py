@@ -23,6 +23,8 @@ from memoryhub.memories import markup
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
 from memoryhub.memories.selectors import memory_visible
+from memoryhub.recall import language
+from memoryhub.recall.language import Language
 from projects.selectors import ProjectAccess
 
 SECTION_ORDER = (
@@ -50,19 +52,7 @@ MORE = "（更早的条目未列出，用 memory_search 检索）"
 
 def relative_time(then: datetime, now: datetime) -> str:
     """Chinese relative age, as meow-memory shows it next to each row."""
-    seconds = (now - then).total_seconds()
-    if seconds < 60:
-        return "刚刚"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}分钟前"
-    if seconds < 86_400:
-        return f"{int(seconds // 3600)}小时前"
-    days = int(seconds // 86_400)
-    if days < 30:
-        return f"{days}天前"
-    if days < 365:
-        return f"{days // 30}个月前"
-    return f"{days // 365}年前"
+    return language.relative_time(then, now, Language.ZH)
 
 
 @dataclass(frozen=True)

@@ -262,22 +262,25 @@ def test_meow_profile_is_the_first_turn_long_term_block(
     rule2 = add(alice_client, "Keep the API backwards compatible.", "rule", 20, importance=2)
     body = payload(alice_client, profile="meow")
     b = "/api/v1/projects/alpha"
+    # English memories: meow-memory's English words (its prompts/en/labels.md); a Chinese
+    # bank keeps its Chinese ones (tests/recall/test_meow_payload_language.py).
     expected = (
         f"{INJECTION_OPEN}\n"
-        "===== 长期记忆 =====\n"
-        "【关于你】\n"
+        "===== LONG-TERM MEMORY =====\n"
+        "[About you]\n"
         f"- [{bank['soul']}] Answer in the user's language.\n"
-        "【关于user】\n"
+        "[About the user]\n"
         f"- [{bank['user']}] Prefers short answers.\n"
-        "【设计原则】\n"
+        "[Design principles]\n"
         f"- [{bank['rule3']}] Never force-push to main.\n"
         f"- [{rule2}] Keep the API backwards compatible.\n"
-        "【记忆导引】\n"
-        f"- 需要回忆细节时，先用 memory_search 按关键词检索（GET {b}/memories/search/?q=…），"
-        f"再用 memory_read 读取全文（GET {b}/memories/{{id}}/）。\n"
-        f"- 做项目相关的工作前，先调用 memory_project 查看项目全景（GET {b}/panorama/）。\n"
-        "- 你可以查看的项目：alpha\n"
-        "===== 长期记忆结束 =====\n"
+        "[Memory guide]\n"
+        f"- To recall details, search by keywords with memory_search (GET {b}/memories/search/"
+        f"?q=…), then read one in full with memory_read (GET {b}/memories/{{id}}/).\n"
+        "- Before working on a project, call memory_project for the project at a glance "
+        f"(GET {b}/panorama/).\n"
+        "- Projects you can see: alpha\n"
+        "===== END OF LONG-TERM MEMORY =====\n"
         f"{INJECTION_CLOSE}"
     )
     assert body["text"] == expected
@@ -290,8 +293,8 @@ def test_meow_guide_lists_every_project_the_caller_can_see(
 ) -> None:
     assert alice_client.post("/api/v1/projects/", {"slug": "beta"}, format="json").status_code
     body = payload(alice_client, profile="meow")
-    assert "- 你可以查看的项目：alpha、beta\n" in body["text"]
-    assert "- 你可以查看的项目：alpha\n" in payload(bob_client, profile="meow")["text"]
+    assert "- Projects you can see: alpha, beta\n" in body["text"]
+    assert "- Projects you can see: alpha\n" in payload(bob_client, profile="meow")["text"]
 
 
 DEFAULT_EXPECTED = """<memoryhub-context>

@@ -20,14 +20,48 @@ class AgentError(Exception):
     """Anything that stops a command: unreachable server, timeout, an error answer."""
 
 
+DETAIL_LINES = 8  # at most this many of the envelope's details, one "field: message" a line
+DETAIL_CHARS = 300  # and at most this much of each
+
+
 class HttpError(AgentError):
-    """The server answered with an error status (its envelope's code and message)."""
+    """The server answered with an error status: its envelope's code and message, then its
+    details (which field is wrong and why), so a person can fix the command."""
 
     def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
-        super().__init__(f"HTTP {status} {code}: {message}")
+        lines = describe_details(details)
+        super().__init__("\n  ".join([f"HTTP {status} {code}: {message}", *lines]))
         self.status = status
         self.code = code
         self.details = details if isinstance(details, dict) else {}
+
+
+def describe_details(details: Any) -> list[str]:
+    """The envelope's details as "field: message" lines: nested fields joined with dots
+    (items.0.kind), the messages of a field one line each, non_field_errors without a name."""
+    lines: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                name = "" if key == "non_field_errors" else str(key)
+                walk(item, f"{path}.{name}" if path and name else path or name)
+        elif isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+            for index, item in enumerate(value):
+                walk(item, f"{path}.{index}" if path else str(index))
+        else:
+            for message in value if isinstance(value, list) else [value]:
+                text = " ".join(str(message).split())
+                if len(text) > DETAIL_CHARS:
+                    text = text[: DETAIL_CHARS - 1] + "…"
+                lines.append(f"{path}: {text}" if path else text)
+
+    if details:
+        walk(details, "")
+    if len(lines) > DETAIL_LINES:
+        more = len(lines) - DETAIL_LINES + 1
+        lines = [*lines[: DETAIL_LINES - 1], f"… and {more} more"]
+    return lines
 
 
 class Client:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -18,7 +19,14 @@ from rest_framework.response import Response
 from memoryhub.core import health
 from memoryhub.integrations.hindsight import answers, banks, conf, selectors, services
 from memoryhub.integrations.hindsight import tags as tagging
-from memoryhub.integrations.hindsight.http import HindsightView, PublicView, valid
+from memoryhub.integrations.hindsight.http import (
+    HindsightView,
+    PublicView,
+    Text,
+    query_error,
+    valid,
+    valid_query,
+)
 from memoryhub.integrations.hindsight.openapi import obj, page_of
 from memoryhub.memories import selectors as memory_selectors
 from memoryhub.sessions import services as session_services
@@ -55,7 +63,7 @@ RESULTS = obj("HindsightRecallResults", {"results": serializers.ListField(child=
 
 
 class Tags(serializers.ListField):
-    child = serializers.CharField(max_length=conf.TAG_MAX_CHARS, allow_blank=True)
+    child = Text(max_length=conf.TAG_MAX_CHARS, allow_blank=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(max_length=conf.TAGS_MAX, required=False, allow_null=True, **kwargs)
@@ -66,13 +74,24 @@ def tag_query(request: Request) -> list[str]:
 
 
 def page(request: Request, default: int = 100) -> tuple[int, int]:
+    """limit and offset, refused as FastAPI refuses Hindsight's `int = Query(ge=0)`."""
+
     def number(name: str, fallback: int, high: int) -> int:
         raw = request.query_params.get(name, "")
         if not raw:
             return fallback
-        if not raw.isdigit():
-            raise serializers.ValidationError({name: ["must be a non-negative integer"]})
-        return min(int(raw), high)
+        if not re.fullmatch(r"[+-]?[0-9]+", raw.strip()):
+            raise query_error(
+                name,
+                "Input should be a valid integer, unable to parse string as an integer",
+                "int_parsing",
+            )
+        value = int(raw)
+        if value < 0:
+            raise query_error(
+                name, "Input should be greater than or equal to 0", "greater_than_equal"
+            )
+        return min(value, high)
 
     return number("limit", default, 1000), number("offset", 0, 10**9)
 
@@ -94,13 +113,13 @@ def profile(bank_id: str, access: ProjectAccess) -> dict[str, Any]:
 
 class BankApi(HindsightView):
     class Input(serializers.Serializer):
-        reflect_mission = serializers.CharField(
+        reflect_mission = Text(
             max_length=conf.MISSION_MAX_CHARS, required=False, allow_blank=True, allow_null=True
         )
-        retain_mission = serializers.CharField(
+        retain_mission = Text(
             max_length=conf.MISSION_MAX_CHARS, required=False, allow_blank=True, allow_null=True
         )
-        mission = serializers.CharField(  # deprecated alias of reflect_mission
+        mission = Text(  # deprecated alias of reflect_mission
             max_length=conf.MISSION_MAX_CHARS, required=False, allow_blank=True, allow_null=True
         )
 
@@ -189,17 +208,13 @@ class BankStatisticsApi(HindsightView):
 
 
 class MemoryItemInput(serializers.Serializer):
-    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
-    timestamp = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-    context = serializers.CharField(  # type: ignore[assignment]
+    content = Text(trim_whitespace=False, allow_blank=True)
+    timestamp = Text(required=False, allow_null=True, allow_blank=True)
+    context = Text(  # type: ignore[assignment]
         required=False, allow_null=True, allow_blank=True, max_length=500
     )
-    metadata = serializers.DictField(
-        child=serializers.CharField(allow_blank=True), required=False, allow_null=True
-    )
-    document_id = serializers.CharField(
-        required=False, allow_null=True, allow_blank=True, max_length=200
-    )
+    metadata = serializers.DictField(child=Text(allow_blank=True), required=False, allow_null=True)
+    document_id = Text(required=False, allow_null=True, allow_blank=True, max_length=200)
     tags = Tags()
     update_mode = serializers.ChoiceField(
         choices=["replace", "append"], required=False, allow_null=True
@@ -277,7 +292,7 @@ class RetainApi(HindsightView):
 
 
 class RecallInput(serializers.Serializer):
-    query = serializers.CharField(max_length=8000)
+    query = Text(max_length=8000)
     types = serializers.ListField(
         child=serializers.ChoiceField(choices=TYPES), required=False, allow_null=True
     )
@@ -313,7 +328,7 @@ class ReflectApi(HindsightView):
 
     class Input(RecallInput):
         budget = serializers.ChoiceField(choices=list(selectors.BUDGET_DEPTH), default="low")
-        context = serializers.CharField(required=False, allow_null=True, allow_blank=True)  # type: ignore[assignment]
+        context = Text(required=False, allow_null=True, allow_blank=True)  # type: ignore[assignment]
         fact_types = serializers.ListField(
             child=serializers.ChoiceField(choices=TYPES), required=False, allow_null=True
         )
@@ -371,11 +386,11 @@ class ReflectApi(HindsightView):
 class MemoryListApi(HindsightView):
     class Filters(serializers.Serializer):
         type = serializers.ChoiceField(choices=TYPES, required=False)
-        q = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+        q = Text(required=False, allow_blank=True, max_length=2000, default="")
         state = serializers.ChoiceField(
             choices=["valid", "invalidated", "all"], required=False, default="valid"
         )
-        document_id = serializers.CharField(required=False, max_length=200)
+        document_id = Text(required=False, max_length=200)
         tags_match = serializers.ChoiceField(choices=tagging.MODES, required=False, default="any")
 
     @extend_schema(
@@ -384,7 +399,7 @@ class MemoryListApi(HindsightView):
         responses=page_of("HindsightMemoryList", ITEM),
     )
     def get(self, request: Request, bank_id: str) -> Response:
-        data = valid(self.Filters, request.query_params)
+        data = valid_query(self.Filters, request)
         limit, offset = page(request)
         wanted = tag_query(request)
         access = banks.resolve(actor=self.actor, bank_id=bank_id, tags=wanted)
@@ -410,8 +425,8 @@ class MemoryListApi(HindsightView):
 class MemoryDetailApi(HindsightView):
     class Input(serializers.Serializer):
         state = serializers.ChoiceField(choices=["valid", "invalidated"], required=False)
-        reason = serializers.CharField(required=False, allow_blank=True, max_length=1000)
-        text = serializers.CharField(required=False, max_length=settings.MEMORY_MAX_CONTENT_CHARS)
+        reason = Text(required=False, allow_blank=True, max_length=1000)
+        text = Text(required=False, max_length=settings.MEMORY_MAX_CONTENT_CHARS)
 
     def _memory(self, bank_id: str, memory_id: str, role: Role = Role.VIEWER) -> tuple[Any, Any]:
         access = banks.require(actor=self.actor, bank_id=bank_id, min_role=role)
@@ -475,9 +490,7 @@ class DocumentListApi(HindsightView):
         wanted = tag_query(request)
         mode = request.query_params.get("tags_match", "any_strict")
         if mode not in tagging.MODES:
-            raise serializers.ValidationError(
-                {"tags_match": [f"one of {', '.join(tagging.MODES)}"]}
-            )
+            raise query_error("tags_match", f"one of {', '.join(tagging.MODES)}", "value_error")
         if wanted:
             keep = tagging.session_filter(project=access.project, tags=wanted, mode=mode)
             if keep.only is not None:
@@ -534,9 +547,9 @@ class DocumentDetailApi(HindsightView):
 
 class MentalModelListApi(HindsightView):
     class Input(serializers.Serializer):
-        id = serializers.CharField(required=False, allow_null=True, max_length=128)
-        name = serializers.CharField(max_length=conf.NAME_MAX_CHARS)
-        source_query = serializers.CharField(max_length=conf.QUERY_MAX_CHARS)
+        id = Text(required=False, allow_null=True, max_length=128)
+        name = Text(max_length=conf.NAME_MAX_CHARS)
+        source_query = Text(max_length=conf.QUERY_MAX_CHARS)
         tags = Tags()
         max_tokens = serializers.IntegerField(
             min_value=1, max_value=conf.MAX_TOKENS_LIMIT, required=False, allow_null=True
@@ -555,7 +568,7 @@ class MentalModelListApi(HindsightView):
     def get(self, request: Request, bank_id: str) -> Response:
         detail = request.query_params.get("detail", "metadata")  # Hindsight's list default
         if detail not in ("metadata", "content", "full"):
-            raise serializers.ValidationError({"detail": ["one of metadata, content, full"]})
+            raise query_error("detail", "one of metadata, content, full", "value_error")
         limit, offset = page(request)
         wanted = tag_query(request)
         access = banks.resolve(actor=self.actor, bank_id=bank_id, tags=wanted)

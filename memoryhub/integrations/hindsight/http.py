@@ -1,6 +1,7 @@
 """What every Hindsight route shares: token authentication (Bearer or the raw token, as
 Hindsight accepts), read-only tokens, the body limit and Hindsight's error shape,
-{"detail": …} with FastAPI's status codes (422 for an invalid body)."""
+{"detail": …} with FastAPI's status codes (422 for an invalid body or query, located in
+"body" or "query" as FastAPI locates it)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,38 @@ class TokenLimits(permissions.BasePermission):
         return True
 
 
+class Text(serializers.CharField):
+    """A string field that takes only JSON strings, like Hindsight's pydantic models (a number
+    is not coerced: 422 string_type), where DRF's CharField turns 5 into "5"."""
+
+    default_error_messages = {"string_type": "Input should be a valid string"}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("string_type")
+        return str(super().to_internal_value(data))
+
+
+class QueryValidationError(exceptions.ValidationError):
+    """Invalid query parameters: FastAPI locates them in "query", not "body"."""
+
+
+def query_error(name: str, message: str, code: str) -> QueryValidationError:
+    """FastAPI's 422 for one query parameter; `code` is pydantic's error type."""
+    return QueryValidationError({name: [exceptions.ErrorDetail(message, code=code)]})
+
+
+def valid_query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    serializer = serializer_class(data=request.query_params)
+    if not serializer.is_valid():
+        raise QueryValidationError(serializer.errors)
+    return dict(serializer.validated_data)
+
+
+# pydantic's error types that our errors carry as their code; any other error is a value_error.
+ERROR_TYPES = frozenset({"string_type", "int_parsing", "greater_than_equal"})
+
+
 def _validation_detail(detail: Any, loc: tuple[str | int, ...] = ("body",)) -> list[dict[str, Any]]:
     """DRF's nested error dict → FastAPI's [{"loc", "msg", "type"}]."""
     if isinstance(detail, dict):
@@ -75,7 +108,14 @@ def _validation_detail(detail: Any, loc: tuple[str | int, ...] = ("body",)) -> l
     if isinstance(detail, list) and detail and not all(isinstance(d, str) for d in detail):
         return [e for i, value in enumerate(detail) for e in _validation_detail(value, (*loc, i))]
     messages = detail if isinstance(detail, list) else [detail]
-    return [{"loc": list(loc), "msg": str(m), "type": "value_error"} for m in messages]
+    return [
+        {
+            "loc": list(loc),
+            "msg": str(m),
+            "type": code if (code := getattr(m, "code", None)) in ERROR_TYPES else "value_error",
+        }
+        for m in messages
+    ]
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
@@ -85,7 +125,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, ApplicationError):
         status, detail = exc.status_code, exc.message
     elif isinstance(exc, exceptions.ValidationError):
-        status, detail = 422, _validation_detail(exc.detail)
+        where = "query" if isinstance(exc, QueryValidationError) else "body"
+        status, detail = 422, _validation_detail(exc.detail, (where,))
     elif isinstance(exc, DjangoValidationError):
         messages = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
         status, detail = 422, _validation_detail(messages)

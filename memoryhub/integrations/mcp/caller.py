@@ -17,6 +17,7 @@ from accounts import selectors as token_selectors
 from accounts import services as token_services
 from accounts.actors import Actor
 from memoryhub.core.exceptions import ApplicationError
+from memoryhub.recall.language import Language
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access, project_list
 
@@ -28,6 +29,9 @@ PROJECTS_NAMED = 50
 class Caller:
     actor: Actor
     project: str | None = None  # the slug the connection is pinned to, if any
+    # The language the request asked for (HTTP Accept-Language), if any: it words the
+    # answers' fixed text; without it they follow the memories' (memoryhub.recall.language).
+    language: Language | None = None
 
 
 class NoProject(ApplicationError):

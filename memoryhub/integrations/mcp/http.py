@@ -1,10 +1,11 @@
 """Streamable HTTP at /mcp (and /mcp/p/<slug>/), as an ASGI app beside Django's.
 
 In front of the SDK's transport: the Host check Django applies (ALLOWED_HOSTS), MemoryHub token
-authentication (401 in the shape agents expect, with WWW-Authenticate), the REST API's rate
-limits (429 with Retry-After), and the project named
+authentication (401 with WWW-Authenticate, saying whether the token is missing or unusable in the
+REST API's words), the REST API's rate limits (429 with Retry-After), and the project named
 in the URL (404 when the token cannot see it, exactly as for a missing project). The Caller is
-left in the ASGI scope, where every tool finds it on its request.
+left in the ASGI scope, where every tool finds it on its request. Every refusal here is the REST
+API's error envelope, {"error": {"code", "message", "details"}}, with its codes and messages.
 
 Stateless mode with JSON responses: each POST stands alone, so any gunicorn worker can serve
 any request (a session kept in one worker's memory would 404 on the next worker), and nothing
@@ -25,12 +26,15 @@ from django.db import close_old_connections
 from django.http import Http404
 from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
+from rest_framework import exceptions
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.actors import Actor
 from accounts.throttling import TokenRateThrottle, UserRateThrottle
+from memoryhub.core.api_errors import error_body
 from memoryhub.integrations.mcp.caller import Caller, authenticate, pinned_project
 from memoryhub.integrations.mcp.server import SCOPE_KEY, build_server
+from memoryhub.recall.language import Language, accept_language
 
 MCP_PATH = "/mcp"
 # /mcp, /mcp/, /mcp/p/<slug>, /mcp/p/<slug>/
@@ -41,9 +45,23 @@ def is_mcp_path(path: str) -> bool:
     return path == MCP_PATH or path.startswith(MCP_PATH + "/")
 
 
+# What the REST API answers for the same token (accounts.authentication): no more.
+NOT_AUTHENTICATED = "Authentication credentials were not provided."
+AUTHENTICATION_FAILED = "Invalid, expired or revoked token."
+WWW_AUTHENTICATE = (b"www-authenticate", b'Bearer realm="memoryhub"')
+
+
 class Throttled(Exception):
     def __init__(self, wait: float | None) -> None:
         self.wait = wait
+
+
+class Unauthenticated(Exception):
+    """No usable token: `code` and `message` say which, as the REST API does."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        self.message = message
 
 
 def _throttle(actor: Actor) -> None:
@@ -55,22 +73,27 @@ def _throttle(actor: Actor) -> None:
             raise Throttled(throttle.wait())
 
 
-def _caller(header: str, slug: str | None) -> Caller | None:
-    """The authenticated Caller, None for a bad token; Http404 for a project it cannot see,
-    Throttled over the rate limit."""
+def _caller(header: str, slug: str | None, language: Language | None) -> Caller:
+    """The authenticated Caller; Unauthenticated without a usable token, Http404 for a project
+    it cannot see, Throttled over the rate limit."""
+    if not header.strip():
+        raise Unauthenticated("not_authenticated", NOT_AUTHENTICATED)
     close_old_connections()
     try:
         actor = authenticate(header)
-        if actor is None:
-            return None
+        if actor is None:  # unknown, expired or revoked, or its user deactivated: one answer
+            raise Unauthenticated("authentication_failed", AUTHENTICATION_FAILED)
         _throttle(actor)
-        return Caller(actor=actor, project=pinned_project(actor, slug))
+        return Caller(actor=actor, project=pinned_project(actor, slug), language=language)
     finally:
         close_old_connections()
 
 
-async def _json(send: Send, status: int, body: dict[str, Any], headers: list[Any]) -> None:
-    payload = json.dumps(body).encode()
+async def _error(
+    send: Send, status: int, code: str, message: str, headers: list[Any] | None = None
+) -> None:
+    """The REST API's error envelope (memoryhub.core.api_errors)."""
+    payload = json.dumps(error_body(code, message)).encode()
     await send(
         {
             "type": "http.response.start",
@@ -78,7 +101,7 @@ async def _json(send: Send, status: int, body: dict[str, Any], headers: list[Any
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
-                *headers,
+                *(headers or []),
             ],
         }
     )
@@ -122,34 +145,34 @@ class McpHttpApp:
             return
         match = PATH_RE.match(scope["path"])
         if match is None:
-            await _json(send, 404, {"error": "Not found. The MCP endpoint is /mcp."}, [])
+            await _error(send, 404, "not_found", "Not found. The MCP endpoint is /mcp.")
             return
         if not _host_allowed(_header(scope, b"host")):
-            await _json(send, 400, {"error": "Invalid Host header."}, [])
+            await _error(send, 400, "invalid_request", "Invalid Host header.")
             return
         if scope["method"] == "GET":
             # The spec's alternative to a server-to-client SSE stream. Stateless, the server
             # has nothing to push on one, and each held-open stream would delay a SIGTERM.
-            await _json(send, 405, {"error": "Use POST."}, [(b"allow", b"POST")])
+            await _error(send, 405, "method_not_allowed", "Use POST.", [(b"allow", b"POST")])
             return
         header = _header(scope, b"authorization")
+        language = accept_language(_header(scope, b"accept-language"))
         try:
-            caller = await sync_to_async(_caller, thread_sensitive=True)(header, match["slug"])
+            caller = await sync_to_async(_caller, thread_sensitive=True)(
+                header, match["slug"], language
+            )
+        except Unauthenticated as exc:
+            # The MCP spec's answer to a request without a valid token: 401, WWW-Authenticate.
+            await _error(send, 401, exc.code, exc.message, [WWW_AUTHENTICATE])
+            return
         except Http404:
             # As for a missing project: an outsider cannot tell the two apart.
-            await _json(send, 404, {"error": "Project not found."}, [])
+            await _error(send, 404, "not_found", "Project not found.")
             return
         except Throttled as exc:
             retry = [(b"retry-after", str(math.ceil(exc.wait)).encode())] if exc.wait else []
-            await _json(send, 429, {"error": "Request was throttled."}, retry)
-            return
-        if caller is None:
-            await _json(
-                send,
-                401,
-                {"error": "Send a MemoryHub token: Authorization: Bearer mh_…"},
-                [(b"www-authenticate", b'Bearer realm="memoryhub"')],
-            )
+            message = str(exceptions.Throttled(exc.wait).detail)  # the REST API's words
+            await _error(send, 429, "throttled", message, retry)
             return
         inner = dict(scope, path=MCP_PATH, raw_path=MCP_PATH.encode())
         inner[SCOPE_KEY] = caller

@@ -29,7 +29,8 @@ from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory
 from memoryhub.pipeline.dream import schedule
 from memoryhub.pipeline.dream import selectors as dream_selectors
-from memoryhub.recall import injection, panorama, search, similar
+from memoryhub.recall import injection, language, panorama, search, similar
+from memoryhub.recall.language import Language, text_language
 from memoryhub.sessions import selectors as session_selectors
 from memoryhub.sessions import services as session_services
 from memoryhub.sessions.api import SessionOutputSerializer
@@ -42,10 +43,34 @@ from projects.selectors import ProjectAccess
 SEARCH_DEFAULT_K = 10  # meow-memory: k 10, the first five whatever was seen, then five unseen
 SEARCH_MAX_K = 50
 SEARCH_CONTENT_MAX = 300
-SEARCH_NOTE = (
-    "Oldest first. If entries conflict, the newest wins; older ones show how things evolved. "
-    "memory_read <id> shows a memory whole."
-)
+
+
+@dataclass(frozen=True)
+class SearchWords:
+    """memory_search's fixed wording in one language (meow-memory's, for Chinese)."""
+
+    note: str
+    none: str
+    about: str
+    personal: str  # the label of a user-scope memory, where project ones show the project
+
+
+SEARCH_WORDS = {
+    Language.EN: SearchWords(
+        note="Oldest first. If entries conflict, the newest wins; older ones show how things "
+        "evolved. memory_read <id> shows a memory whole.",
+        none="No memory matches.",
+        about="about: ",
+        personal="personal",
+    ),
+    Language.ZH: SearchWords(
+        note="按时间从旧到新排列。如果冲突，以最新的为准；时间戳较旧的条目可作为事情发展过程的参考。"
+        "memory_read <id> 读取全文。",
+        none="没有匹配的记忆。",
+        about="关于：",
+        personal="个人",
+    ),
+}
 RESOURCE_LIST_LIMIT = 50
 KIND_NAMES = ", ".join(Kind.values)
 
@@ -86,10 +111,6 @@ def _session(access: ProjectAccess, ref: str | None) -> AgentSession | None:
 
 def memory_dict(memory: Memory) -> dict[str, Any]:
     return dict(MemoryOutputSerializer(memory).data)
-
-
-def _relative(memory: Memory) -> str:
-    return panorama.relative_time(memory.updated_at, timezone.now())
 
 
 def _stamp(memory: Memory) -> str:
@@ -154,8 +175,12 @@ def memory_search(
     ranked = [(rank, hit) for rank, hit in enumerate(hits, start=1)]
     # meow-memory shows its results oldest first, so the newest of conflicting entries is last.
     ranked.sort(key=lambda pair: (pair[1].memory.updated_at, pair[1].memory.pk))
+    # The words around the memories: the request's language, else the memories' own.
+    lang = caller.language or text_language(hit.memory.content for hit in hits)
+    words = SEARCH_WORDS[lang]
+    now = timezone.now()
     results = []
-    lines = [SEARCH_NOTE] if ranked else ["No memory matches."]
+    lines = [words.note] if ranked else [words.none]
     for rank, hit in ranked:
         memory = hit.memory
         content = memory.content[:content_max] if content_max else memory.content
@@ -175,10 +200,11 @@ def memory_search(
                 "updated_at": memory.updated_at.isoformat(),
             }
         )
-        label = access.project.slug if memory.scope == "project" else "personal"
+        label = access.project.slug if memory.scope == "project" else words.personal
+        relative = language.relative_time(memory.updated_at, now, lang)
         lines.append(
-            f"[{label} : {memory.kind}] [{memory.public_id}] {_stamp(memory)} "
-            f"[{_relative(memory)}] about: {', '.join(memory.keywords) or memory.title or '-'}"
+            f"[{label} : {memory.kind}] [{memory.public_id}] {_stamp(memory)} [{relative}] "
+            f"{words.about}{', '.join(memory.keywords) or memory.title or '-'}"
             + (f"\n  {content}" if content else "")
         )
     return Outcome(text="\n".join(lines), data={"project": access.project.slug, "results": results})
