@@ -82,6 +82,8 @@ def _page(
 ) -> HttpResponse:
     context = {
         "sections": _forms(project, bound),
+        # A refused save is re-rendered at the top of the page: say where the errors are.
+        "refused": (bound[0], TITLES[bound[0]]) if bound else None,
         # The offline extractor is about half as precise as a careful reviewer on a new team's
         # sessions (README, "How good is extraction?"): the Review section, where review can be
         # turned on, says so.
@@ -103,11 +105,10 @@ def settings_save(request: HttpRequest, access: ProjectAccess, section: str) -> 
     form = SECTIONS[section](request.POST, prefix=section)
     if form.is_valid():
         value = form.section_value()  # type: ignore[attr-defined]
-        new = {k: v for k, v in access.project.settings.items() if k != section}
-        if value not in ({}, False):
-            new[section] = value
+        # Only this section, under the project's lock: a concurrent save of another stays.
+        changes = {"settings": {section: None if value in ({}, False) else value}}
         try:
-            services.project_update(access=access, changes={"settings": new})
+            services.project_update(access=access, changes=changes, merge_settings=True)
         except ApplicationError as exc:
             service_errors(form, exc)
         else:

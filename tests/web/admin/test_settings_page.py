@@ -68,6 +68,8 @@ def test_bad_values_are_refused_as_by_the_api(
         response = client.post(f"{SETTINGS}{section}/", data)
         assert response.status_code == 400, section
         assert message in response.content.decode(), (section, response.content.decode()[-3000:])
+        # The page comes back at its top: a banner says where the errors are.
+        assert f'has errors. <a href="#section-{section}">' in response.content.decode()
         api = alice_client.patch(
             "/api/v1/projects/alpha/",
             {"settings": {section: {k.split("-", 1)[1]: v for k, v in data.items()}}},
