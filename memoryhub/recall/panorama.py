@@ -8,7 +8,8 @@ rows (the most recently updated ones) so a huge bank cannot produce a megabyte a
 
 Unlike the injection payloads the text carries relative times ("3天前"), computed against
 `as_of` (default: now), so it changes with the clock. Reading the panorama does not mark
-anything as seen.
+anything as seen. Its framework words are meow's Chinese ones for a mostly Chinese bank and
+English ones otherwise, or the language the caller asks for (memoryhub.recall.language).
 """
 
 from __future__ import annotations
@@ -38,16 +39,64 @@ SECTION_ORDER = (
 OTHER = "other"
 TODO_DONE_SHOWN = 5
 DEFAULT_LIMIT = 50
-LABELS = {
-    Subcategory.OVERVIEW: "概览 overview",
-    Subcategory.STRUCTURE: "结构 structure",
-    Subcategory.DECISIONS: "决策 decisions",
-    Subcategory.QUOTES: "原话 quotes",
-    Subcategory.OPS: "运维 ops",
-    Subcategory.TODO: "待办 todo",
-    OTHER: "其他 other",
+
+
+@dataclass(frozen=True)
+class Words:
+    """The panorama's framework words in one language."""
+
+    project: str  # {name}
+    rules: str
+    done: str
+    open: str
+    labels: dict[str, str]
+    more: str
+    personal: str
+    footer: str  # {slug}, {base}
+
+
+WORDS = {
+    Language.ZH: Words(
+        project="【项目：{name}】",
+        rules="设计原则：",
+        done="已完成：",
+        open="To do list：",
+        labels={
+            Subcategory.OVERVIEW: "【概览 overview】",
+            Subcategory.STRUCTURE: "【结构 structure】",
+            Subcategory.DECISIONS: "【决策 decisions】",
+            Subcategory.QUOTES: "【原话 quotes】",
+            Subcategory.OPS: "【运维 ops】",
+            Subcategory.TODO: "【待办 todo】",
+            OTHER: "【其他 other】",
+        },
+        more="（更早的条目未列出，用 memory_search 检索）",
+        personal="个人",
+        footer="（记忆库：MemoryHub 项目 {slug}。单条记忆的全文与修改历史："
+        "GET {base}/memories/{{id}}/ 与 {base}/memories/{{id}}/history/；"
+        "原始会话记录：GET {base}/sessions/。）",
+    ),
+    Language.EN: Words(
+        project="[Project: {name}]",
+        rules="Design principles:",
+        done="Done:",
+        open="To do list:",
+        labels={
+            Subcategory.OVERVIEW: "[Overview]",
+            Subcategory.STRUCTURE: "[Structure]",
+            Subcategory.DECISIONS: "[Decisions]",
+            Subcategory.QUOTES: "[Quotes]",
+            Subcategory.OPS: "[Ops]",
+            Subcategory.TODO: "[To do]",
+            OTHER: "[Other]",
+        },
+        more="(Older entries are not listed: find them with memory_search.)",
+        personal="personal",
+        footer="(Memory bank: MemoryHub project {slug}. A memory's full text and history: "
+        "GET {base}/memories/{{id}}/ and {base}/memories/{{id}}/history/; the raw sessions: "
+        "GET {base}/sessions/.)",
+    ),
 }
-MORE = "（更早的条目未列出，用 memory_search 检索）"
 
 
 def relative_time(then: datetime, now: datetime) -> str:
@@ -76,17 +125,16 @@ class Panorama:
     todo_open: Group
 
 
-def _recent(qs: QuerySet[Memory], limit: int, now: datetime) -> Group:
-    """The `limit` most recently updated rows of `qs`, shown oldest first."""
+def _recent(qs: QuerySet[Memory], limit: int) -> tuple[list[Memory], bool]:
+    """The `limit` most recently updated rows of `qs`, oldest first, and whether older rows
+    exist beyond the limit."""
     rows = list(qs.order_by("-updated_at", "-id")[: limit + 1])
-    more = len(rows) > limit
-    rows = sorted(rows[:limit], key=lambda m: (m.updated_at, m.pk))
-    return Group(rows=[Row(m, relative_time(m.updated_at, now)) for m in rows], more=more)
+    return sorted(rows[:limit], key=lambda m: (m.updated_at, m.pk)), len(rows) > limit
 
 
-def _row_text(access: ProjectAccess, row: Row) -> str:
+def _row_text(access: ProjectAccess, row: Row, words: Words) -> str:
     memory = row.memory
-    label = access.project.slug if memory.scope == Scope.PROJECT else "个人"
+    label = access.project.slug if memory.scope == Scope.PROJECT else words.personal
     stamp = memory.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
         f"[{label} : {memory.kind}] [{memory.public_id}] {stamp} [{row.relative}]\n"
@@ -94,57 +142,72 @@ def _row_text(access: ProjectAccess, row: Row) -> str:
     )
 
 
-def _group_text(access: ProjectAccess, group: Group) -> list[str]:
-    lines = [_row_text(access, row) for row in group.rows]
+def _group_text(access: ProjectAccess, group: Group, words: Words) -> list[str]:
+    lines = [_row_text(access, row, words) for row in group.rows]
     if group.more:
-        lines.insert(0, MORE)
+        lines.insert(0, words.more)
     return lines
 
 
 def project_panorama(
-    *, access: ProjectAccess, as_of: datetime | None = None, limit: int = DEFAULT_LIMIT
+    *,
+    access: ProjectAccess,
+    as_of: datetime | None = None,
+    limit: int = DEFAULT_LIMIT,
+    lang: Language | None = None,
 ) -> Panorama:
     now = as_of or timezone.now()
     active = memory_visible(access=access).filter(status=Memory.Status.ACTIVE)
     project_kind = active.filter(kind=Kind.PROJECT)
-    rules = _recent(active.filter(kind=Kind.RULE), limit, now)
-    sections = {
-        str(sub): _recent(project_kind.filter(subcategory=sub), limit, now)
-        for sub in SECTION_ORDER
-        if sub != Subcategory.TODO
-    }
-    sections[OTHER] = _recent(project_kind.filter(subcategory=""), limit, now)
-    todo_open = _recent(project_kind.filter(subcategory=Subcategory.TODO), limit, now)
+    found = {"rules": _recent(active.filter(kind=Kind.RULE), limit)}
+    for sub in SECTION_ORDER:
+        if sub != Subcategory.TODO:
+            found[str(sub)] = _recent(project_kind.filter(subcategory=sub), limit)
+    found[OTHER] = _recent(project_kind.filter(subcategory=""), limit)
+    found["todo_open"] = _recent(project_kind.filter(subcategory=Subcategory.TODO), limit)
     done_qs = memory_visible(access=access).filter(
         status=Memory.Status.STALE, kind=Kind.PROJECT, subcategory=Subcategory.TODO
     )
-    todo_done = _recent(done_qs, TODO_DONE_SHOWN, now)
-    todo_done.more = False  # "the five most recent" is the whole point, not a truncation
+    # "The five most recent" is the whole point of the done list, not a truncation.
+    found["todo_done"] = (_recent(done_qs, TODO_DONE_SHOWN)[0], False)
+    shown = [m.content for memories, _ in found.values() for m in memories]
+    lang = lang or language.text_language(shown)
+    words = WORDS[lang]
+    groups = {
+        name: Group(
+            rows=[Row(m, language.relative_time(m.updated_at, now, lang)) for m in memories],
+            more=more,
+        )
+        for name, (memories, more) in found.items()
+    }
+    rules, todo_done, todo_open = groups["rules"], groups["todo_done"], groups["todo_open"]
+    sections = {
+        name: groups[name]
+        for name in [*(str(s) for s in SECTION_ORDER if s != Subcategory.TODO), OTHER]
+    }
 
-    blocks = [f"【项目：{access.project.name}】"]
+    blocks = [words.project.format(name=access.project.name)]
     if rules.rows:
-        blocks.append("\n\n".join(["设计原则：", *_group_text(access, rules)]))
+        blocks.append("\n\n".join([words.rules, *_group_text(access, rules, words)]))
     for sub in SECTION_ORDER:
         if sub == Subcategory.TODO:
             parts = []
             if todo_done.rows:
-                parts.append("\n\n".join(["已完成：", *_group_text(access, todo_done)]))
+                parts.append("\n\n".join([words.done, *_group_text(access, todo_done, words)]))
             if todo_open.rows:
-                parts.append("\n\n".join(["To do list：", *_group_text(access, todo_open)]))
+                parts.append("\n\n".join([words.open, *_group_text(access, todo_open, words)]))
             if parts:
-                blocks.append("\n\n".join([f"【{LABELS[sub]}】", *parts]))
+                blocks.append("\n\n".join([words.labels[sub], *parts]))
             continue
         group = sections[str(sub)]
         if group.rows:
-            blocks.append("\n\n".join([f"【{LABELS[sub]}】", *_group_text(access, group)]))
+            blocks.append("\n\n".join([words.labels[sub], *_group_text(access, group, words)]))
     if sections[OTHER].rows:
-        blocks.append("\n\n".join([f"【{LABELS[OTHER]}】", *_group_text(access, sections[OTHER])]))
+        blocks.append(
+            "\n\n".join([words.labels[OTHER], *_group_text(access, sections[OTHER], words)])
+        )
     base = f"/api/v1/projects/{access.project.slug}"
-    blocks.append(
-        f"（记忆库：MemoryHub 项目 {access.project.slug}。单条记忆的全文与修改历史："
-        f"GET {base}/memories/{{id}}/ 与 {base}/memories/{{id}}/history/；"
-        f"原始会话记录：GET {base}/sessions/。）"
-    )
+    blocks.append(words.footer.format(slug=access.project.slug, base=base))
     return Panorama(
         text="\n\n".join(blocks),
         rules=rules,

@@ -85,7 +85,7 @@ def test_panorama_groups_by_subcategory_with_todo_done_and_open(
     # The five most recently updated stale todos, shown oldest first.
     assert [r["id"] for r in sections["todo"]["done"]] == done[1:]
     assert [r["id"] for r in sections["other"]] == [ids["other"]]
-    assert sections["overview"][0]["relative"] == "3天前"
+    assert sections["overview"][0]["relative"] == "3 d ago"  # English memories
     assert not RecallSeen.objects.exists()
 
 
@@ -99,8 +99,14 @@ def test_panorama_text_renders_like_meow(alice_client: APIClient) -> None:
     Memory.objects.filter(public_id=finished).update(
         updated_at=datetime(2026, 2, 4, 8, 0, tzinfo=UTC)
     )
-    body = alice_client.get(PANORAMA, {"as_of": AS_OF}).json()
+    # meow's own (Chinese) framework words, asked for; English memories get English ones.
+    body = alice_client.get(PANORAMA, {"as_of": AS_OF}, HTTP_ACCEPT_LANGUAGE="zh-CN").json()
     b = "/api/v1/projects/alpha"
+    english = alice_client.get(PANORAMA, {"as_of": AS_OF}).json()["text"]
+    assert english.startswith("[Project: Alpha]\n\nDesign principles:\n\n")
+    assert f"[{overview}] 2026-02-01 09:00 UTC [3 d ago]" in english
+    assert "[To do]\n\nDone:\n\n" in english and "\n\nTo do list:\n\n" in english
+    assert english.endswith(f"the raw sessions: GET {b}/sessions/.)")
     assert body["text"] == (
         "【项目：Alpha】\n\n"
         "设计原则：\n\n"
@@ -122,4 +128,7 @@ def test_panorama_limits_each_group_to_the_most_recent_rows(alice_client: APICli
     ids = [project(alice_client, f"Decision {i}.", "decisions", i) for i in range(4)]
     body = alice_client.get(PANORAMA, {"as_of": AS_OF, "limit": "2"}).json()
     assert [r["id"] for r in body["sections"]["decisions"]] == ids[2:]
-    assert "【决策 decisions】\n\n（更早的条目未列出，用 memory_search 检索）\n\n" in body["text"]
+    assert (
+        "[Decisions]\n\n(Older entries are not listed: find them with memory_search.)\n\n"
+        in body["text"]
+    )

@@ -124,12 +124,16 @@ ROUTES: dict[str, dict[str, Rule]] = {
     # --- accounts ------------------------------------------------------------------------------
     "me": {"GET": R("signed-in")},
     "tokens": {"GET": R("signed-in"), "POST": R("signed-in", {"name": "ci"})},
-    # Everyone may revoke their own tokens; the target is the owner's spare token.
+    # Everyone may revoke their own tokens; the target is the owner's spare token. A token
+    # limited to a project sees only itself and what it minted: the spare is not found.
     "token-revoke": {
         "POST": R(
             "signed-in",
             kwargs={"token_id": "{spare_token}"},
-            cells={c: NOT_FOUND for c in ["maintainer", "member", "viewer", "outsider"]},
+            cells={
+                c: NOT_FOUND
+                for c in ["maintainer", "member", "viewer", "outsider", "other_project_token"]
+            },
         )
     },
     "projects": {

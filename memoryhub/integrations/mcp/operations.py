@@ -258,7 +258,7 @@ def memory_update(
 
 def memory_project(caller: Caller, project: str | None) -> Outcome:
     access = access_for(caller, project)
-    view = panorama.project_panorama(access=access)
+    view = panorama.project_panorama(access=access, lang=caller.language)
     rows = {
         "rules": [str(r.memory.public_id) for r in view.rules.rows],
         **{

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from accounts.actors import actor_of
 from memoryhub.recall import panorama
 from memoryhub.recall.api.serializers import MemoryRowSerializer
+from memoryhub.recall.language import accept_language
 from projects.selectors import project_access
 
 
@@ -57,7 +58,8 @@ class PanoramaApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """The project at a glance: its rules, then its project memories by subcategory
-        (overview, structure, decisions, quotes, ops, todo done/open), oldest first."""
+        (overview, structure, decisions, quotes, ops, todo done/open), oldest first. The text's
+        framework words follow the memories' language, or an Accept-Language naming en or zh."""
         access = project_access(slug=slug, actor=actor_of(request))
         params = self.PanoramaInput(data=request.query_params)
         params.is_valid(raise_exception=True)
@@ -65,6 +67,7 @@ class PanoramaApi(APIView):
             access=access,
             as_of=params.validated_data.get("as_of"),
             limit=params.validated_data["limit"],
+            lang=accept_language(request.headers.get("Accept-Language", "")),
         )
         sections: dict[str, Any] = {name: group.rows for name, group in view.sections.items()}
         sections["todo"] = {"done": view.todo_done.rows, "open": view.todo_open.rows}

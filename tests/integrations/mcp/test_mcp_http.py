@@ -401,7 +401,7 @@ def test_it_updates_finds_similar_and_shows_the_project(
     twin.refresh_from_db()
     assert twin.status == "active"  # refused as a whole
     assert bad_kind.is_error and "kind" in text(bad_kind) and "Traceback" not in text(bad_kind)
-    assert "【项目：Alpha】" in text(overview) and "esbuild" in text(overview)
+    assert "[Project: Alpha]" in text(overview) and "esbuild" in text(overview)  # English bank
     assert "babel" not in text(overview)  # archived
 
 
