@@ -22,24 +22,33 @@ logger = logging.getLogger(__name__)
 API_PREFIX = "/api/"
 
 
+# Machine endpoints that validate their own input and answer in their own error shapes: the
+# REST API and the Hindsight-compatible API (MCP is served beside Django, memoryhub.asgi).
+MACHINE_PREFIXES = (API_PREFIX, "/v1/")
+
+
 class NulCharacterMiddleware:
     """Refuse a NUL character in the path, and in the query of a page, with 400: PostgreSQL
     cannot store or even compare text containing one, so a lookup by it would fail with a 500.
-    The API validates its query parameters itself and answers in its error envelope."""
+    The APIs validate their query parameters themselves and answer in their own error shapes;
+    the REST API's path is checked here, in its envelope."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if "\x00" in request.path:
-            if request.path.startswith(API_PREFIX):
+        path = request.path
+        if path.startswith(API_PREFIX):
+            if "\x00" in path:
                 return error_response(
                     400, "malformed_request", "The path contains a NUL character."
                 )
-            return HttpResponseBadRequest("The address contains a NUL character.")
-        if not request.path.startswith(API_PREFIX) and any(
-            "\x00" in key or any("\x00" in value for value in values)
-            for key, values in request.GET.lists()
+        elif not path.startswith(MACHINE_PREFIXES) and (
+            "\x00" in path
+            or any(
+                "\x00" in key or any("\x00" in value for value in values)
+                for key, values in request.GET.lists()
+            )
         ):
             return HttpResponseBadRequest("The address contains a NUL character.")
         return self.get_response(request)
