@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
+from django.core.exceptions import BadRequest, ValidationError
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
@@ -126,3 +127,11 @@ class MergeForm(forms.Form):
 
 class DeleteForm(forms.Form):
     confirm = forms.CharField(max_length=100, label=_("Confirmation"))
+
+
+def posted_reason(request: HttpRequest) -> str:
+    """The `reason` of a status change posted without a form (review, archive, stale, bulk)."""
+    reason = str(request.POST.get("reason", ""))[:1000]
+    if "\x00" in reason:  # PostgreSQL text cannot hold it; a form field refuses it the same way
+        raise BadRequest("The reason contains a NUL character.")
+    return reason

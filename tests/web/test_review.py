@@ -253,3 +253,18 @@ def test_an_empty_queue_says_so_without_the_keyboard_help(
     assert "Nothing to review." in html and "Keyboard:" not in html
     remember(project, alice, "Proposed: use uv.", status=Memory.Status.PROPOSED)
     assert "Keyboard:" in web_client(alice).get(QUEUE).content.decode()
+
+
+def test_a_nul_in_a_reject_reason_is_a_400_not_a_database_error(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    memory = remember(project, alice, "Proposed: use uv.", status=Memory.Status.PROPOSED)
+    client = web_client(alice)
+    assert client.post(url("review_reject", memory), {"reason": "bad\x00reason"}).status_code == 400
+    bulk = reverse("web:review_bulk", kwargs={"slug": "alpha"})
+    refused = client.post(
+        bulk, {"action": "reject", "selected": [str(memory.public_id)], "reason": "x\x00"}
+    )
+    assert refused.status_code == 400
+    memory.refresh_from_db()
+    assert memory.status == Memory.Status.PROPOSED

@@ -10,7 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q, QuerySet, prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
@@ -316,13 +316,6 @@ def _review_checked(access: ProjectAccess, memory: Memory) -> Memory:
     return memory
 
 
-def _reason(request: HttpRequest) -> str:
-    reason = str(request.POST.get("reason", ""))[:1000]
-    if "\x00" in reason:  # PostgreSQL text cannot hold it; a form field refuses it the same way
-        raise BadRequest("The reason contains a NUL character.")
-    return reason
-
-
 ActionRun = Callable[[HttpRequest, ProjectAccess, Memory], Memory]
 
 
@@ -340,7 +333,7 @@ def _action_view(run: ActionRun, done: Promise) -> Callable[..., HttpResponse]:
 
 def _set_status(status: str) -> ActionRun:
     return lambda request, access, m: services.memory_set_status(
-        memory=m, actor=access.actor, status=status, reason=_reason(request)
+        memory=m, actor=access.actor, status=status, reason=forms.posted_reason(request)
     )
 
 
@@ -355,7 +348,7 @@ memory_approve = _action_view(
 )
 memory_reject = _action_view(
     lambda request, access, m: services.memory_reject(
-        memory=_review_checked(access, m), actor=access.actor, reason=_reason(request)
+        memory=_review_checked(access, m), actor=access.actor, reason=forms.posted_reason(request)
     ),
     gettext_lazy("Rejected."),
 )

@@ -116,7 +116,7 @@ def review_reject(request: HttpRequest, access: ProjectAccess, memory_id: UUID) 
     memory = _reviewable(access, memory_id)
     try:
         memory = services.memory_reject(
-            memory=memory, actor=access.actor, reason=str(request.POST.get("reason", ""))[:1000]
+            memory=memory, actor=access.actor, reason=forms.posted_reason(request)
         )
     except (ValidationError, ApplicationError) as exc:
         return _respond(request, access, memory, error=error_text(exc))
@@ -158,7 +158,7 @@ def review_bulk(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     be done (e.g. someone else reviewed it first) is reported, not fatal."""
     action = request.POST.get("action")
     ids = request.POST.getlist("selected")[:BULK_MAX]
-    reason = str(request.POST.get("reason", ""))[:1000]
+    reason = forms.posted_reason(request)
     done, failed = 0, []
     if action == "reject" and not reason.strip():
         messages.error(request, _("Say why the selected memories are rejected."))
