@@ -77,14 +77,17 @@ def session_get_or_create(
     title: str = "",
     metadata: dict[str, Any] | None = None,
     source: str = AgentSession.Source.API,
+    url_safe_id: bool = True,
 ) -> tuple[AgentSession, bool]:
     """The project's session with this external id, created when missing (idempotent).
-    An id with "/" is refused only when creating: one stored before that rule still resolves."""
+    An id with "/" is refused only when creating: one stored before that rule still resolves.
+    url_safe_id=False keeps a foreign protocol's ids as they are (a Hindsight document id may
+    hold "/", as in Hindsight); REST then names that session by its public id."""
     external_id = external_id or new_external_id()
     existing = AgentSession.objects.filter(project=project, external_id=external_id).first()
     if existing is not None:
         return existing, False
-    if "/" in external_id:
+    if url_safe_id and "/" in external_id:
         raise ValidationError({"external_id": EXTERNAL_ID_SLASH})
     if session_config(project.settings).redact_secrets:  # agents put paths, env lines here
         title = redaction.redact(title)[0]

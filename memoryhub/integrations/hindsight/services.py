@@ -92,7 +92,11 @@ def _retain_document(
     if extra:
         meta["hindsight"]["metadata"] = extra
     session, created = session_services.session_get_or_create(
-        project=access.project, actor=actor, external_id=document_id, metadata=_redacted(meta)
+        project=access.project,
+        actor=actor,
+        external_id=document_id,
+        metadata=_redacted(meta),
+        url_safe_id=False,  # Hindsight accepts any document id ("docs/guide.md")
     )
     if not created:
         # The REST rule for changing a session: its author or a maintainer.
