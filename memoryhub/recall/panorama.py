@@ -99,11 +99,6 @@ WORDS = {
 }
 
 
-def relative_time(then: datetime, now: datetime) -> str:
-    """Chinese relative age, as meow-memory shows it next to each row."""
-    return language.relative_time(then, now, Language.ZH)
-
-
 @dataclass(frozen=True)
 class Row:
     memory: Memory

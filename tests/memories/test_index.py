@@ -70,7 +70,7 @@ def test_ties_with_the_last_place_are_all_returned_newest_first(
     tied = [remember(f"deploy note {i}") for i in range(5)]
     best = remember("deploy note checklist")
     remember("unrelated")
-    # k = 2 reads 4 rows, which all tie with the 2nd place: a second statement reads the rest.
+    # Five tie with the 2nd place: all are returned, past k.
     assert shared(project, ["deploy", "note", "checklist"], 2) == [(best, 3)] + [
         (i, 2) for i in tied[::-1]
     ]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -91,15 +93,22 @@ def test_review_approval(
     assert MemoryEvent.objects.filter(verb="approved").count() == 1
 
 
+LETTERS = str.maketrans("0123456789", "ghijklmnop")
+
+
 def test_a_repeat_merges_even_when_many_older_memories_share_its_words(
     project: Project, alice: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Sixty older memories hold both of the repeat's words, far more than the candidates
-    # asked for: they all tie, and the newest (the repeat's original) must not be cut.
+    # Sixty memories written after the original hold both of the repeat's words, far more than
+    # the candidates asked for: they all tie, and the original, the oldest of the tie, must not
+    # be cut (the newest-first order alone would cut it).
     monkeypatch.setattr(services, "REMEMBER_CANDIDATES", 5)
-    for i in range(60):
-        remember(project, alice, f"alpha beta lorem ipsum dolor sit amet w{i}")
     first = remember(project, alice, "alpha beta")
-    again = remember(project, alice, "alpha beta")
+    for i in range(60):  # each its own memory: no near-duplicates, no numbers to contradict
+        word = hashlib.sha256(str(i).encode()).hexdigest()[:24].translate(LETTERS)
+        remember(project, alice, f"alpha beta {word}")
+    assert Memory.objects.filter(project=project).count() == 61
+    again = remember(project, alice, "alpha beta.")  # a near-duplicate, not the same text
     assert again.pk == first.pk
-    assert Memory.objects.filter(project=project, content="alpha beta").count() == 1
+    short = Memory.objects.filter(project=project, content__in=["alpha beta", "alpha beta."])
+    assert short.count() == 1

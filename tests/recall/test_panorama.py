@@ -6,8 +6,8 @@ from typing import Any
 from rest_framework.test import APIClient
 
 from memoryhub.memories.models import Memory
+from memoryhub.recall.language import Language, relative_time
 from memoryhub.recall.models import RecallSeen
-from memoryhub.recall.panorama import relative_time
 from tests.recall.memories import add_at
 
 P = "/api/v1/projects/alpha/"
@@ -41,7 +41,7 @@ def test_relative_times() -> None:
         -timedelta(hours=1): "刚刚",
     }
     for age, label in cases.items():
-        assert relative_time(now - age, now) == label
+        assert relative_time(now - age, now, Language.ZH) == label
 
 
 def test_panorama_groups_by_subcategory_with_todo_done_and_open(
