@@ -67,7 +67,7 @@ def project_update(
     if unknown:
         raise ApplicationError(f"Cannot change {', '.join(sorted(unknown))}.")
     if merge_settings and "settings" in changes:
-        # Locked, as project_settings_section_put: concurrent writers of other sections stay.
+        # Locked: a concurrent writer of another section keeps its change.
         stored = Project.objects.select_for_update().get(pk=project.pk).settings
         project.settings = stored
         merged = dict(stored)
@@ -188,36 +188,12 @@ def membership_remove(*, access: ProjectAccess, membership: ProjectMembership) -
     )
 
 
-@transaction.atomic
 def project_settings_section_put(
     *, access: ProjectAccess, section: str, value: dict[str, Any] | None
 ) -> Project:
-    """Set (or, with None, remove) one section of the project's settings, leaving the others.
-
-    The project row is locked so two writers of different sections cannot lose each other's
-    change (project_update replaces the whole settings object). Idempotent: the same value
-    again records nothing. The caller decides which role may write the section.
-    """
-    project = Project.objects.select_for_update().get(pk=access.project.pk)
-    before = project.settings.get(section)
-    if before == value:
-        return project
-    settings = dict(project.settings)
-    if value is None:
-        settings.pop(section, None)
-    else:
-        settings[section] = value
-    project.settings = settings
-    project.full_clean(validate_unique=False)
-    project_settings.validate(project.settings)
-    project.save(update_fields=["settings", "updated_at"])
-    audit_record(
-        actor=access.actor,
-        project=project,
-        verb="project.updated",
-        target_type="project",
-        target_id=project.public_id,
-        before={"settings": {section: before}},
-        after={"settings": {section: value}},
+    """Set (or, with None, remove) one section of the project's settings, leaving the others;
+    idempotent (the same value again records nothing). The caller decides which role may
+    write the section."""
+    return project_update(
+        access=access, changes={"settings": {section: value}}, merge_settings=True
     )
-    return project

@@ -105,10 +105,10 @@ def settings_save(request: HttpRequest, access: ProjectAccess, section: str) -> 
     form = SECTIONS[section](request.POST, prefix=section)
     if form.is_valid():
         value = form.section_value()  # type: ignore[attr-defined]
-        # Only this section, under the project's lock: a concurrent save of another stays.
-        changes = {"settings": {section: None if value in ({}, False) else value}}
         try:
-            services.project_update(access=access, changes=changes, merge_settings=True)
+            services.project_settings_section_put(
+                access=access, section=section, value=None if value in ({}, False) else value
+            )
         except ApplicationError as exc:
             service_errors(form, exc)
         else:
