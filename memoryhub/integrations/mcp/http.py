@@ -76,7 +76,9 @@ def _throttle(actor: Actor) -> None:
 def _caller(header: str, slug: str | None, language: Language | None) -> Caller:
     """The authenticated Caller; Unauthenticated without a usable token, Http404 for a project
     it cannot see, Throttled over the rate limit."""
-    if not header.strip():
+    scheme, space, _ = header.strip().partition(" ")
+    if not header.strip() or (space and scheme.lower() != "bearer"):
+        # Nothing, or another scheme (Basic …): no MemoryHub token was sent, as REST says.
         raise Unauthenticated("not_authenticated", NOT_AUTHENTICATED)
     close_old_connections()
     try:

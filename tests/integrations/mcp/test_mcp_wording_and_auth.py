@@ -124,6 +124,7 @@ def test_auth_failures_say_what_is_wrong_in_the_apis_envelope(
     User.objects.filter(pk=bob.pk).update(is_active=False)
     failures = {
         "missing": None,
+        "another scheme": "Basic YWxpY2U6c2VjcmV0",
         "unknown": "Bearer mh_rw_notarealtoken0000000000000000000000",
         "expired": f"Bearer {expired}",
         "revoked": f"Bearer {revoked}",
