@@ -40,8 +40,12 @@ def test_memories_and_their_events_are_shown_and_never_written(
     assert MemoryEvent.objects.filter(pk=event.pk).exists()
 
 
-def test_tokens_are_not_made_in_the_admin(admin_client: Client, alice: User) -> None:
+def test_tokens_are_not_made_or_changed_in_the_admin(admin_client: Client, alice: User) -> None:
     token_create(user=alice, actor=Actor(user=alice), name="laptop")
     assert admin_client.get("/admin/accounts/apitoken/").status_code == 200
     assert admin_client.get("/admin/accounts/apitoken/add/").status_code == 403
-    assert ApiToken.objects.count() == 1
+    token = ApiToken.objects.get()
+    change = f"/admin/accounts/apitoken/{token.pk}/change/"
+    assert admin_client.post(change, {"name": "x", "read_only": "on"}).status_code == 403
+    token.refresh_from_db()
+    assert (token.name, token.read_only) == ("laptop", False)
