@@ -175,6 +175,57 @@ class ReviewSettingsForm(forms.Form):
         return bool(self.cleaned_data["review_required"])
 
 
+# What the settings page calls each knob (its API key is shown beside it).
+KNOB_LABELS = {
+    "search_k1": _("Term-frequency saturation (BM25 k1)"),
+    "search_b": _("Length normalisation (BM25 b)"),
+    "search_decay": _("Recency decay"),
+    "signal_session": _("Session coherence weight"),
+    "signal_neighbour": _("Neighbour smoothing weight"),
+    "signal_subject": _("Subject boost"),
+    "summary_injection_token_limit": _("memory_summary.md tokens in payloads"),
+    "embedding_weight": _("Embedding re-scorer share"),
+    "single_result_char_limit": _("Largest tool result kept inline (characters)"),
+    "aggregate_char_limit": _("Tool results per message (characters)"),
+    "preview_chars": _("Preview of a trimmed result (characters)"),
+    "keep_recent_turns": _("Recent turns kept whole"),
+    "old_result_snip_chars": _("Older results longer than this are cut (characters)"),
+    "old_result_preview_chars": _("What is left of an older result (characters)"),
+    "summary_output_reserve": _("Tokens reserved for the summary"),
+    "auto_compact_safety_margin": _("Automatic compaction margin (tokens)"),
+    "manual_compact_safety_margin": _("Manual compaction margin (tokens)"),
+    "keep_recent_tokens": _("Tokens kept after compaction"),
+    "min_keep_messages": _("Messages kept after compaction, at least"),
+    "keep_max_tokens": _("Kept tail, at most (tokens)"),
+    "min_summarize_prefix_tokens": _("Smallest prefix worth compacting (tokens)"),
+    "compact_max_failures": _("Failed automatic compactions before it stops"),
+    "redact_secrets": _("Redact secrets in transcripts"),
+    "stage1_max_sessions_per_scan": _("Sessions extracted per scan"),
+    "stage1_max_session_age_days": _("Oldest session extracted (days)"),
+    "stage1_min_session_idle_hours": _("Idle time before extraction (hours)"),
+    "session_scan_limit": _("Sessions looked at per scan"),
+    "stage2_max_raw_memories": _("Extraction outputs per consolidation"),
+    "stage1_concurrency": _("Extractions at once"),
+    "stage1_lease_seconds": _("Extraction lease (seconds)"),
+    "stage1_retry_delay_seconds": _("Extraction retry delay (seconds)"),
+    "stage2_lease_seconds": _("Consolidation lease (seconds)"),
+    "stage2_retry_delay_seconds": _("Consolidation retry delay (seconds)"),
+    "stage2_heartbeat_seconds": _("Consolidation heartbeat (seconds)"),
+    "stage1_payload_percent": _("Share of the context window for the transcript (%)"),
+    "stage1_input_token_limit": _("Transcript tokens per extraction"),
+    "fallback_token_limit": _("Transcript tokens without a known window"),
+    "retries": _("Attempts per job"),
+    "context_window": _("Model context window (tokens)"),
+    "dream_idle_minutes": _("Idle time before a dream (minutes)"),
+    "dream_suppress_windows": _("No dreams during (HH:MM-HH:MM)"),
+    "dream_lead_minutes": _("Dream lead before a quiet window ends (minutes)"),
+    "dream_cooldown_hours": _("Time between dreams (hours)"),
+    "dream_lease_seconds": _("Dream lease (seconds)"),
+    "dream_heartbeat_seconds": _("Dream heartbeat (seconds)"),
+    "dream_max_attempts": _("Attempts per dream"),
+}
+
+
 def section_form_class(config_cls: type, defaults: Any) -> type[forms.Form]:
     """A form with one optional field per knob of a settings dataclass (an empty field keeps
     the default). Types and bounds are checked by the section's own validator, the one the API
@@ -182,11 +233,11 @@ def section_form_class(config_cls: type, defaults: Any) -> type[forms.Form]:
     fields: dict[str, forms.Field] = {}
     for f in dataclasses.fields(config_cls):
         default = getattr(defaults, f.name)
-        label = f.name.replace("_", " ")
+        label = KNOB_LABELS.get(f.name, f.name.replace("_", " "))
         shown: Any = ", ".join(default) if isinstance(default, tuple) else str(default)
         if isinstance(default, bool):
             shown = _("yes") if default else _("no")
-        help_text = format_lazy("{} {}", _("default:"), shown)
+        help_text = format_lazy("{} · {} {}", f.name, _("default:"), shown)
         if isinstance(default, bool):
             fields[f.name] = forms.TypedChoiceField(
                 label=label,

@@ -39,6 +39,8 @@ def test_pages_speak_chinese(
     assert "Please fix the flaky test" in transcript  # the agent's words are not translated
     settings_page = client.get("/p/alpha/settings/", **ZH).content.decode()  # type: ignore[arg-type]
     assert "默认： 0.3" in settings_page
+    # Knobs by name, with the API key beside each (it was the bare key, in English).
+    assert "词频饱和度（BM25 k1）" in settings_page and "search_k1 · 默认" in settings_page
 
 
 def test_the_bank_page_names_job_states_in_chinese(
