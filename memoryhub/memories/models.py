@@ -27,19 +27,19 @@ def content_hash(content: str) -> str:
 
 def validate_metadata(value: Any) -> None:
     if not isinstance(value, dict):
-        raise ValidationError("metadata must be a JSON object.")
+        raise ValidationError("Metadata must be a JSON object.")
     size = len(json.dumps(value, ensure_ascii=False).encode())
     if size > METADATA_MAX_BYTES:
-        raise ValidationError(f"metadata is {size} bytes; the limit is {METADATA_MAX_BYTES}.")
+        raise ValidationError(f"Metadata is {size} bytes; the limit is {METADATA_MAX_BYTES}.")
 
 
 def validate_keywords(value: Any) -> None:
     if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
-        raise ValidationError("keywords must be a list of strings.")
+        raise ValidationError("Keywords must be a list of strings.")
     if len(value) > KEYWORDS_MAX:
-        raise ValidationError(f"at most {KEYWORDS_MAX} keywords.")
+        raise ValidationError(f"A memory has at most {KEYWORDS_MAX} keywords.")
     if any(len(k) > KEYWORD_MAX_CHARS for k in value):
-        raise ValidationError(f"a keyword has at most {KEYWORD_MAX_CHARS} characters.")
+        raise ValidationError(f"A keyword has at most {KEYWORD_MAX_CHARS} characters.")
 
 
 class Memory(models.Model):
@@ -151,7 +151,7 @@ class Memory(models.Model):
         if self.scope == Scope.PROJECT and self.owner_id is not None:
             errors["scope"] = "A project-scope memory has no owner."
         if isinstance(self.importance, int) and self.importance < 1:
-            errors["importance"] = "must be at least 1."
+            errors["importance"] = "Importance must be at least 1."
         if (
             self.source_record_start is not None
             and self.source_record_end is not None
@@ -159,9 +159,11 @@ class Memory(models.Model):
         ):
             errors["source"] = "record_end must be >= record_start."
         if len(self.content) > settings.MEMORY_MAX_CONTENT_CHARS:
-            errors["content"] = f"at most {settings.MEMORY_MAX_CONTENT_CHARS} characters."
+            errors["content"] = (
+                f"Content has at most {settings.MEMORY_MAX_CONTENT_CHARS} characters."
+            )
         if not self.content.strip():
-            errors["content"] = "must not be blank."
+            errors["content"] = "Content must not be blank."
         if errors:
             raise ValidationError(errors)
 
