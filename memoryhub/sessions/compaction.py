@@ -10,6 +10,7 @@ from typing import Any
 
 from memoryhub.sessions.conf import SessionConfig
 from memoryhub.sessions.conversation import (
+    CHARS_PER_TOKEN,
     Message,
     estimate_tokens,
     has_tool_uses,
@@ -41,6 +42,12 @@ First think inside <analysis> tags (this part is discarded). Then write the summ
 Do not call any tools."""
 
 SUMMARY_REQUEST = "Write the structured summary of the conversation above. Do not call any tools."
+
+# The longest summary, from the LLM (its max_tokens) or offline (cut to fit): a summary that
+# could outgrow the window would leave a session that no compaction brings under it.
+SUMMARY_MAX_TOKENS = 8192
+LIST_MAX_ITEMS = 50  # files, tools, errors, pending items carried in a summary (the latest)
+REQUEST_MAX_CHARS = 2000  # the first and the latest request, each
 
 SECTION_TITLES = (
     "Primary request and intent",
@@ -172,12 +179,18 @@ def _bullet_items(section: str) -> list[str]:
     return [line[2:] for line in section.splitlines() if line.startswith("- ")]
 
 
-def offline_summary(messages: Sequence[Message]) -> str:
+def offline_summary(
+    messages: Sequence[Message], max_chars: int = int(SUMMARY_MAX_TOKENS * CHARS_PER_TOKEN)
+) -> str:
     """The nine sections filled from the transcript alone, deterministically (no LLM).
 
     After an earlier compaction the prefix starts with its summary: its request, user
     messages, files, tools and errors are carried forward once, so summaries grow with the
-    conversation, not with the number of compactions.
+    conversation, not with the number of compactions; its conclusions, current work and next
+    step stand until the conversation since says something new. The summary stays within
+    `max_chars`: lists keep their latest items, the requests are cut, and the user messages
+    (section 6) keep the latest that fit, with a note of how many earlier ones the transcript
+    holds.
     """
     previous: dict[int, str] = {}
     user_texts: list[str] = []
@@ -222,25 +235,64 @@ def offline_summary(messages: Sequence[Message]) -> str:
         earlier_users = ""
     numbered = sum(1 for line in earlier_users.splitlines() if re.match(r"^\d+\. ", line))
     new_users = "\n".join(f"{i}. {t}" for i, t in enumerate(user_texts, numbered + 1))
+
+    def latest(items: list[str]) -> list[str]:
+        return _unique(items)[-LIST_MAX_ITEMS:]
+
+    current_work = (
+        assistant_texts[-1][:1500] + ("\nCommands run:\n" + _bullets(_unique(commands)[-10:]))
+        if commands and assistant_texts
+        else (assistant_texts[-1][:1500] if assistant_texts else "")
+    )
     sections = [
-        previous.get(1) or (user_texts[0] if user_texts else "(no user request recorded)"),
+        (previous.get(1) or (user_texts[0] if user_texts else "(no user request recorded)"))[
+            :REQUEST_MAX_CHARS
+        ],
         _bullets(
-            _unique(_bullet_items(previous.get(2, "")) + [t for t in tools if t]), "(no tools used)"
+            latest(_bullet_items(previous.get(2, "")) + [t for t in tools if t]), "(no tools used)"
         ),
-        _bullets(_unique(_bullet_items(previous.get(3, "")) + files)),
-        _bullets(_unique(_bullet_items(previous.get(4, "")) + errors), "(no errors seen)"),
-        _bullets([t[:500] for t in assistant_texts[-3:]], "(no assistant conclusions)"),
-        "\n".join(p for p in (earlier_users, new_users) if p) or "(none)",
-        _bullets(_unique(pending), "(none recorded)"),
-        (assistant_texts[-1][:1500] if assistant_texts else "(none)")
-        + ("\nCommands run:\n" + _bullets(_unique(commands)[-10:]) if commands else ""),
-        user_texts[-1] if user_texts else "(none)",
+        _bullets(latest(_bullet_items(previous.get(3, "")) + files)),
+        _bullets(latest(_bullet_items(previous.get(4, "")) + errors), "(no errors seen)"),
+        _bullets([t[:500] for t in assistant_texts[-3:]], "")
+        or previous.get(5, "(no assistant conclusions)"),
+        "",  # the user messages: what is left of the budget (below)
+        _bullets(latest(pending), "(none recorded)"),
+        current_work or previous.get(8, "(none)"),
+        (user_texts[-1][:REQUEST_MAX_CHARS] if user_texts else previous.get(9, "(none)")),
     ]
+    users = [line for line in (earlier_users + "\n" + new_users).splitlines() if line.strip()]
+    sections[5] = _fit_latest(users, max_chars - len(_render(sections)))
+    return _render(sections)
+
+
+def _render(sections: Sequence[str]) -> str:
     body = "\n\n".join(
         f"{i}. {title}\n{section}"
         for i, (title, section) in enumerate(zip(SECTION_TITLES, sections, strict=True), 1)
     )
     return f"<summary>\n{body}\n</summary>"
+
+
+def _fit_latest(lines: list[str], budget: int) -> str:
+    """The latest of `lines` that fit in `budget` characters, with a note of how many earlier
+    ones were left out (the transcript keeps them); "(none)" without any."""
+    if not lines:
+        return "(none)"
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        cost = len(line) + 1
+        if used + cost > budget - 120:  # room for the note
+            break
+        kept.append(line)
+        used += cost
+    if not kept:  # not even the latest fits whole: its end
+        kept = [lines[-1][-max(budget - 120, 200) :]]
+    left_out = len(lines) - len(kept)
+    note = (
+        [f"({left_out} earlier lines of user messages are in the transcript.)"] if left_out else []
+    )
+    return "\n".join(note + kept[::-1])
 
 
 def summary_messages(prefix: Sequence[Message]) -> list[dict[str, Any]]:

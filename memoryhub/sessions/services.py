@@ -550,7 +550,7 @@ def _summarise(project: Project, prefix: list[Message]) -> str:
             purpose="compaction",
             messages=compaction.summary_messages(current),
             offline=functools.partial(compaction.offline_summary, current),
-            max_tokens=8192,
+            max_tokens=compaction.SUMMARY_MAX_TOKENS,
             project=project,
         )
         try:

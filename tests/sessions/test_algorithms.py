@@ -217,3 +217,13 @@ def test_a_second_offline_compaction_carries_the_first_summary_forward_once() ->
     assert "ImportError: no module named x" in second and "- pytest -q" not in second
     assert compaction.CONTINUATION_HEADER not in second
     assert len(second) < 2 * len(first)
+    # Compacted again with nothing new: the conclusions, current work and next step stand.
+    third = compaction.extract_summary(
+        compaction.offline_summary(
+            [{"role": "user", "content": compaction.CONTINUATION_HEADER + second}]
+        )
+    )
+    sections = compaction.previous_sections(compaction.CONTINUATION_HEADER + third)
+    before = compaction.previous_sections(compaction.CONTINUATION_HEADER + second)
+    assert [sections[i] for i in (5, 8, 9)] == [before[i] for i in (5, 8, 9)]
+    assert sections[5] == "- Added tests." and sections[9] == "Now add tests for app/importers.py"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rest_framework.test import APIClient
@@ -224,3 +225,37 @@ def test_failed_summaries_are_errors_and_open_the_circuit_for_auto_compaction(
     )
     assert manual.status_code == 201
     assert SessionRecord.objects.filter(type="compact_boundary").count() == 1
+
+
+def test_one_offline_compaction_brings_a_long_session_under_the_threshold(
+    alice_client: APIClient,
+) -> None:
+    # 120 turns of long user messages: all of them verbatim were a summary larger than the
+    # window, so the advice never cleared and every compaction stored another 300 KB boundary.
+    records = [
+        r
+        for i in range(1, 121)
+        for r in turn(i, result_chars=3000, text=f"Step {i}: edit module_{i}.py. " + "x" * 2400)
+    ]
+    for chunk in range(0, len(records), 200):
+        if chunk == 0:
+            start(alice_client, records[:200])
+        else:
+            more = alice_client.post(f"{S}s1/records/", records[chunk : chunk + 200], format="json")
+            assert more.status_code == 201, more.content
+    window = {"context_window": 100_000}
+    assert alice_client.get(f"{S}s1/compaction/", window).json()["should_compact"] is True
+    done = alice_client.post(f"{S}s1/compact/", window, format="json").json()
+    assert done["compacted"] is True
+    advice = alice_client.get(f"{S}s1/compaction/", window).json()
+    assert advice["should_compact"] is False, advice
+    summary = done["summary"]
+    assert len(summary) <= 8192 * 3.5 + 200
+    steps = [int(n) for n in re.findall(r"Step (\d+): edit", summary)]
+    assert max(steps) >= 110 and 1 in steps  # the first request, and the latest summarised
+    assert "earlier lines of user messages are in the transcript." in summary
+    # Compacting again (nothing new) keeps the conclusions, current work and next step.
+    again = alice_client.post(f"{S}s1/compact/", {**window, "mode": "manual"}, format="json").json()
+    assert again["compacted"] is True
+    assert "(no assistant conclusions)" not in again["summary"]
+    assert again["summary"].split("8. Current work\n")[1].split("\n\n9.")[0] != "(none)"
