@@ -4,6 +4,7 @@ from typing import Any
 
 from django import template
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 register = template.Library()
 
@@ -64,6 +65,10 @@ JOB_KINDS = {
     "dream": _("dream"),
     "import": _("import"),
 }
+SESSION_STATUSES = {
+    "active": pgettext_lazy("session", "active"),
+    "ended": pgettext_lazy("session", "ended"),
+}
 LLM_STATES = {
     "ok": _("ok"),
     "budget_exhausted": _("budget exhausted"),
@@ -103,6 +108,11 @@ def job_status_label(status: str) -> Any:
 @register.filter
 def job_kind_label(kind: str) -> Any:
     return JOB_KINDS.get(kind, kind)
+
+
+@register.filter
+def session_status_label(status: str) -> Any:
+    return SESSION_STATUSES.get(status, status)
 
 
 @register.filter

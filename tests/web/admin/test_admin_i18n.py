@@ -51,3 +51,14 @@ def test_the_bank_page_names_job_states_in_chinese(
     assert "<td>提取</td>" in html and ">stage1<" not in html  # the job's kind
     assert ">排队中</span>" in html and ">pending<" not in html  # its status
     assert '<span class="ok">正常</span>' in html and ">ok<" not in html  # the LLM's state
+
+
+def test_session_and_extraction_states_are_named_in_chinese(
+    alice: User, alice_client: APIClient, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    sid = push_session(alice_client, "s-1", end=True)
+    client = web_client(alice)
+    listing = client.get("/p/alpha/sessions/", **ZH).content.decode()  # type: ignore[arg-type]
+    assert ">已结束</span>" in listing and ">ended<" not in listing  # badge and filter
+    page = client.get(f"/p/alpha/sessions/{sid}/", **ZH).content.decode()  # type: ignore[arg-type]
+    assert ">已结束</span>" in page
