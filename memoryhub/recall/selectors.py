@@ -269,7 +269,8 @@ def injection_entries(
     newest_first: bool = False,
     limit: int = ENTRY_FETCH_LIMIT,
 ) -> list[Entry]:
-    """The caller's active memories of `kinds`, best first, at most `limit` per kind.
+    """The caller's active memories of `kinds`, best first, at most `limit` per kind, each
+    text once.
 
     One indexed query per kind (each walks (project, status, kind, …) in order and stops at
     `limit`), merged here; contents are read up to `max_chars` + 1 characters only.
@@ -304,4 +305,12 @@ def injection_entries(
             )
         )
     entries.sort(key=(lambda e: e.recency_key) if newest_first else (lambda e: e.priority_key))
-    return entries
+    # The same text written twice (two agents, a repeated POST) takes the budget once: the
+    # first in order stands for the others.
+    seen: set[str] = set()
+    unique = []
+    for entry in entries:
+        if entry.content not in seen:
+            seen.add(entry.content)
+            unique.append(entry)
+    return unique

@@ -361,6 +361,22 @@ def test_default_lists_a_memory_the_summary_states_only_once(
     assert bank["rule3"] not in body["memory_ids"] and bank["overview"] in body["memory_ids"]
 
 
+def test_the_same_text_written_many_times_is_injected_once(
+    alice_client: APIClient, no_instructions: None
+) -> None:
+    """An exploratory test: 160 identical rules from concurrent agents filled the payload."""
+    ids = [
+        add(alice_client, "Always run the linter before committing.", "rule", i, importance=3)
+        for i in range(5)
+    ]
+    other = add(alice_client, "Never force-push to main.", "rule", 9, importance=3)
+    for profile in ("default", "mewcode", "meow"):
+        body = payload(alice_client, profile=profile)
+        assert body["text"].count("Always run the linter before committing.") == 1, profile
+        assert other in body["memory_ids"], profile
+        assert len(set(ids) & set(body["memory_ids"])) == 1, profile
+
+
 def test_default_budget_drops_lowest_priority_first(
     alice_client: APIClient, bank: dict[str, str], instructions: str
 ) -> None:
