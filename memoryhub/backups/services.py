@@ -29,6 +29,7 @@ from memoryhub.backups import format as fmt
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.core.services import audit_record
 from memoryhub.memories import services as memory_services
+from memoryhub.pipeline import services as pipeline_services
 from projects.models import Project
 from projects.services import project_create
 
@@ -225,6 +226,7 @@ def project_restore(*, stream: IO[bytes], slug: str, owner: User, actor: Actor) 
                 continue
         restorer.insert(label, rows)
     restorer.finish()
+    pipeline_services.stage1_progress_restore(project=project)
     audit_record(
         actor=actor,
         project=project,

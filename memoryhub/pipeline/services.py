@@ -62,6 +62,29 @@ def stage1_job_ensure(*, session: AgentSession, config: PipelineConfig) -> Job:
     )
 
 
+def stage1_progress_restore(*, project: Project) -> int:
+    """After a backup is restored (its jobs are not in it: they are leases of a running
+    system): every session with a stage-1 output counts as extracted up to that output's
+    watermark, so the scan does not pay an LLM to extract it again. Returns the jobs written."""
+    done = [
+        Job(
+            kind=Job.Kind.STAGE1,
+            key=str(session_public_id),
+            project=project,
+            session_id=session_id,
+            status=Job.Status.DONE,
+            input_watermark=watermark,
+            success_watermark=watermark,
+            retries_remaining=pipeline_config(project.settings).retries,
+        )
+        for session_id, session_public_id, watermark in Stage1Output.objects.filter(
+            project=project
+        ).values_list("session_id", "session__public_id", "source_watermark")
+    ]
+    Job.objects.bulk_create(done, ignore_conflicts=True)
+    return len(done)
+
+
 def stage1_enqueue_due(*, project: Project, now: Any = None) -> list[int]:
     """Ensure a stage-1 job for every due session of the project; return claimable job ids.
 

@@ -18,6 +18,10 @@ from memoryhub.backups import format as fmt
 from memoryhub.backups.selectors import backup_lines
 from memoryhub.memories.artifacts import artifact_put
 from memoryhub.memories.models import MemoryTerm
+from memoryhub.pipeline import services as pipeline_services
+from memoryhub.pipeline.conf import pipeline_config
+from memoryhub.pipeline.models import Job, Stage1Output
+from memoryhub.sessions.models import AgentSession
 from projects.models import Project
 
 P = "/api/v1/projects/alpha/"
@@ -253,6 +257,38 @@ def test_an_unknown_field_is_refused_in_the_error_envelope(
 
 def project_terms(project: Project) -> int:
     return MemoryTerm.objects.filter(project=project).count()
+
+
+def test_a_restored_project_does_not_extract_its_sessions_again(
+    alice_client: APIClient, bob_client: APIClient, project: Project
+) -> None:
+    # An exploratory test: every restore re-ran stage 1 on every session, at full LLM cost.
+    fill(alice_client, bob_client, project)
+    ok(alice_client.post(P + "sessions/", {"external_id": "s-2"}, format="json"))
+    said = [
+        {"type": "user", "content": "We always use pnpm in this repo, never npm.", "seq": 1},
+        {"type": "assistant", "content": "Noted: pnpm only.", "seq": 2},
+    ]
+    ok(alice_client.post(P + "sessions/s-2/records/", said, format="json"))
+    session = AgentSession.objects.get(project=project, external_id="s-2")
+    job = pipeline_services.stage1_job_ensure(
+        session=session, config=pipeline_config(project.settings)
+    )
+    assert pipeline_services.stage1_run(job_id=job.pk) == "done"
+    assert Stage1Output.objects.filter(session=session).exists()
+    ok(restore(alice_client, download(alice_client), "alpha-copy"), 201)
+    copy = Project.objects.get(slug="alpha-copy")
+    AgentSession.objects.filter(project=copy).update(status=AgentSession.Status.ENDED)
+    # s-1 yielded nothing durable (no stage-1 output), so it is looked at again; s-2 is not.
+    due = pipeline_services.stage1_enqueue_due(project=copy)
+    assert not Job.objects.filter(pk__in=due, session__external_id="s-2").exists()
+    restored = Job.objects.get(project=copy, kind=Job.Kind.STAGE1, session__external_id="s-2")
+    assert restored.status == Job.Status.DONE and restored.success_watermark == 2
+    # New records after the restore are extracted as usual.
+    more = [{"type": "user", "content": "one more step", "seq": 99}]
+    ok(alice_client.post("/api/v1/projects/alpha-copy/sessions/s-2/records/", more, format="json"))
+    due = pipeline_services.stage1_enqueue_due(project=copy)
+    assert Job.objects.get(pk__in=due, session__external_id="s-2")
 
 
 def test_only_owners_take_backups(
