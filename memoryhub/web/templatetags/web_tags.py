@@ -80,49 +80,31 @@ SCOPES = {
 }
 
 
-@register.filter
-def status_label(status: str) -> Any:
-    return STATUSES.get(status, status)
+# {{ value|status_label }} and the like: a stored code as a person reads it, translated (an
+# unknown code as it is).
+_LABELS = {
+    "status_label": STATUSES,
+    "kind_label": KINDS,
+    "scope_label": SCOPES,
+    "token_status_label": TOKEN_STATUSES,
+    "job_status_label": JOB_STATUSES,
+    "job_kind_label": JOB_KINDS,
+    "session_status_label": SESSION_STATUSES,
+    "llm_state_label": LLM_STATES,
+    "role_label": ROLES,
+    "verb_label": VERBS,
+}
 
 
-@register.filter
-def kind_label(kind: str) -> Any:
-    return KINDS.get(kind, kind)
+def _label_filter(labels: dict[str, Any]) -> Any:
+    def label(value: str) -> Any:
+        return labels.get(value, value)
+
+    return label
 
 
-@register.filter
-def scope_label(scope: str) -> Any:
-    return SCOPES.get(scope, scope)
-
-
-@register.filter
-def token_status_label(status: str) -> Any:
-    return TOKEN_STATUSES.get(status, status)
-
-
-@register.filter
-def job_status_label(status: str) -> Any:
-    return JOB_STATUSES.get(status, status)
-
-
-@register.filter
-def job_kind_label(kind: str) -> Any:
-    return JOB_KINDS.get(kind, kind)
-
-
-@register.filter
-def session_status_label(status: str) -> Any:
-    return SESSION_STATUSES.get(status, status)
-
-
-@register.filter
-def llm_state_label(state: str) -> Any:
-    return LLM_STATES.get(state, state)
-
-
-@register.filter
-def role_label(role: str) -> Any:
-    return ROLES.get(role, role)
+for _name, _labels in _LABELS.items():
+    register.filter(_name, _label_filter(_labels))
 
 
 @register.filter
@@ -132,11 +114,6 @@ def lookup(mapping: Any, key: Any) -> Any:
         return mapping.get(key)
     except AttributeError:
         return None
-
-
-@register.filter
-def verb_label(verb: str) -> Any:
-    return VERBS.get(verb, verb)
 
 
 @register.filter
