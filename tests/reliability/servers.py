@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +150,57 @@ def gunicorn(env: dict[str, str], workers: int = 1) -> Iterator[str]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("gunicorn did not start") from None
                 time.sleep(0.2)
+        yield base
+    finally:
+        stop_group(proc)
+
+
+@contextlib.contextmanager
+def asgi_gunicorn(
+    env: dict[str, str],
+    *,
+    log: Path,
+    ready: Callable[[str], bool],
+    workers: int = 1,
+    timeout: float = 90,
+) -> Iterator[str]:
+    """The server `make run` starts (gunicorn, uvicorn workers, memoryhub.asgi) on a free
+    port with `env`, its output in `log`; yields its base URL once `ready(base)` holds."""
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(  # noqa: S603 — fixed argv
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "memoryhub.asgi:application",
+                "--worker-class",
+                "uvicorn_worker.UvicornWorker",
+                "--workers",
+                str(workers),
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--graceful-timeout",
+                "5",
+                "--no-control-socket",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited:\n{log.read_text()[-3000:]}")
+            with contextlib.suppress(httpx.TransportError):
+                if ready(base):
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not answer:\n{log.read_text()[-3000:]}")
+            time.sleep(0.25)
         yield base
     finally:
         stop_group(proc)

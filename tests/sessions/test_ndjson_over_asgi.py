@@ -7,13 +7,9 @@ transactional_db: the server process only sees what the test committed."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,12 +26,11 @@ from accounts.services import token_create
 from memoryhub.core.streams import iter_lines
 from memoryhub.sessions.models import AgentSession, SessionRecord
 from projects.models import Project
-from tests.reliability.servers import free_port, stop_group
-from tests.worker import ROOT, database_url_of_test_db
+from tests.reliability.servers import asgi_gunicorn
+from tests.worker import database_url_of_test_db
 
 FIXTURES = Path(__file__).parent / "fixtures"
 S = "/api/v1/projects/alpha/sessions/"
-START_TIMEOUT_S = 90
 
 
 @pytest.fixture(scope="module")
@@ -52,45 +47,10 @@ def asgi_server(
         "DATABASE_CONN_MAX_AGE": "0",  # the test database is dropped at the end of the run
         "LLM_PROVIDER": "offline",
     }
-    port = free_port()
     log = tmp_path_factory.mktemp("asgi") / "gunicorn.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(  # noqa: S603 — fixed argv
-            [
-                str(Path(sys.executable).parent / "gunicorn"),
-                "memoryhub.asgi:application",
-                "--worker-class",
-                "uvicorn_worker.UvicornWorker",
-                "--workers",
-                "1",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--graceful-timeout",
-                "5",
-                "--no-control-socket",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"gunicorn exited:\n{log.read_text()[-3000:]}")
-            with contextlib.suppress(httpx.TransportError):
-                httpx.get(base + "/healthz", timeout=5)  # any answer: it serves
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"gunicorn did not answer:\n{log.read_text()[-3000:]}")
-            time.sleep(0.25)
+    # Any answer from /healthz: it serves.
+    with asgi_gunicorn(env, log=log, ready=lambda base: bool(httpx.get(base + "/healthz"))) as base:
         yield base
-    finally:
-        stop_group(proc)
 
 
 @pytest.fixture

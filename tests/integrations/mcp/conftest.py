@@ -7,13 +7,9 @@ processes to see it."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,16 +27,10 @@ from accounts.models import User
 from accounts.services import token_create
 from projects.models import Project
 from projects.services import project_create
+from tests.reliability.servers import asgi_gunicorn
 from tests.worker import ROOT, database_url_of_test_db
 
-START_TIMEOUT_S = 90
 TOKEN_RATE_LIMIT = 60
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def server_env() -> dict[str, str]:
@@ -77,51 +67,13 @@ def mcp_http_server(
     workers, so a client whose requests land on different ones is covered too."""
     with django_db_blocker.unblock():
         env = server_env()
-    port = free_port()
     log = tmp_path_factory.mktemp("mcp") / "gunicorn.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "gunicorn"),
-                "memoryhub.asgi:application",
-                "--worker-class",
-                "uvicorn_worker.UvicornWorker",
-                "--workers",
-                "2",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--graceful-timeout",
-                "5",
-                "--no-control-socket",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    server = HttpServer(base_url=f"http://127.0.0.1:{port}", log=log)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"gunicorn exited:\n{log.read_text()[-3000:]}")
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.post(server.url(), timeout=5).status_code == 401:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"gunicorn did not answer:\n{log.read_text()[-3000:]}")
-            time.sleep(0.25)
-        yield server
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+
+    def ready(base: str) -> bool:
+        return httpx.post(base + "/mcp", timeout=5).status_code == 401
+
+    with asgi_gunicorn(env, log=log, ready=ready, workers=2) as base:
+        yield HttpServer(base_url=base, log=log)
 
 
 def over_http[T](
