@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -94,6 +94,25 @@ class ProjectDetailApi(APIView):
             access=access, changes=dict(payload.validated_data), merge_settings=True
         )
         return Response(ProjectOutputSerializer(project).data)
+
+    class ProjectDeleteInput(serializers.Serializer):
+        confirm = serializers.CharField(help_text="The project's slug, to confirm.")
+
+    @extend_schema(
+        operation_id="projects_delete",
+        parameters=[ProjectDeleteInput],
+        responses=inline_serializer(
+            "ProjectDeleted", {"deleted": serializers.DictField(child=serializers.IntegerField())}
+        ),
+    )
+    def delete(self, request: Request, slug: str) -> Response:
+        """Owner only: delete the project and everything in it, for good (`?confirm=<slug>`).
+        Download a backup first if it may be wanted again."""
+        access = selectors.project_access(slug=slug, actor=actor_of(request), min_role=Role.OWNER)
+        payload = self.ProjectDeleteInput(data=request.query_params)
+        payload.is_valid(raise_exception=True)
+        deleted = services.project_delete(access=access, confirm=payload.validated_data["confirm"])
+        return Response({"deleted": deleted})
 
 
 class MemberOutputSerializer(serializers.Serializer):

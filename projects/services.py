@@ -197,3 +197,52 @@ def project_settings_section_put(
     return project_update(
         access=access, changes={"settings": {section: value}}, merge_settings=True
     )
+
+
+def confirmation_check(project: Project, confirm: str) -> None:
+    """What cannot be undone (clearing, rebuilding or deleting a project) is confirmed by
+    typing the project's slug."""
+    if confirm != project.slug:
+        raise ApplicationError(
+            "Type the project's slug in 'confirm' to proceed.",
+            details={"confirm": [f"must be {project.slug!r}"]},
+        )
+
+
+@transaction.atomic
+def project_delete(*, access: ProjectAccess, confirm: str) -> dict[str, int]:
+    """Delete the project and everything in it (memories with their history, sessions, jobs,
+    files, memberships, the tokens limited to it); owners only, confirmed by typing the slug.
+    Returns what was deleted, by kind. The audit event outlives the project (project=None)."""
+    project = access.project
+    if access.role != Role.OWNER:
+        raise PermissionDenied("Only the project's owners can delete it.")
+    if access.actor.restricted_project_id is not None:
+        raise PermissionDenied("A project-restricted token cannot delete its project.")
+    confirmation_check(project, confirm)
+    # Waits for a bank clear or rebuild start (they lock the row too); workers writing into the
+    # project meanwhile fail on its foreign key once this commits and their jobs are gone.
+    Project.objects.select_for_update().filter(pk=project.pk).first()
+    before = project.to_dict()
+    public_id = project.public_id
+    _, per_model = project.delete()
+    deleted = {
+        name: per_model.get(label, 0)
+        for name, label in (
+            ("memories", "memories.Memory"),
+            ("sessions", "agent_sessions.AgentSession"),
+            ("records", "agent_sessions.SessionRecord"),
+            ("members", "projects.ProjectMembership"),
+            ("tokens", "accounts.ApiToken"),
+        )
+    }
+    audit_record(
+        actor=access.actor,
+        project=None,
+        verb="project.deleted",
+        target_type="project",
+        target_id=public_id,
+        before=before,
+        after={"deleted": deleted},
+    )
+    return deleted

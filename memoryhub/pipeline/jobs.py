@@ -64,6 +64,12 @@ def ensure(
     return job
 
 
+def find(job_id: int) -> Job | None:
+    """The job with its project; None once it is gone: a bank clear or a project deletion
+    deletes jobs whose messages may still be queued, and a message for such a job is a no-op."""
+    return Job.objects.select_related("project", "session").filter(pk=job_id).first()
+
+
 def claimable() -> Q:
     """Due, not owned by a live lease, and allowed to (re)try now."""
     now = timezone.now()

@@ -37,6 +37,7 @@ from memoryhub.pipeline.conf import PipelineConfig, pipeline_config, review_requ
 from memoryhub.pipeline.models import Job, Stage1Output
 from memoryhub.sessions.models import AgentSession, SessionRecord
 from projects.models import Project
+from projects.services import confirmation_check
 
 logger = logging.getLogger(__name__)
 
@@ -298,6 +299,10 @@ def _stage1_output_store(session: AgentSession, answer: dict[str, Any], watermar
     output.save()
 
 
+# A run's outcome when its job no longer exists (see jobs.find).
+GONE = "gone"
+
+
 def _run(
     job_id: int,
     *,
@@ -327,11 +332,16 @@ def _run(
 
         threading.Thread(target=beat, daemon=True).start()
     try:
-        job = Job.objects.select_related("project", "session").get(pk=job_id)
+        job = jobs.find(job_id)
+        if job is None:
+            return GONE
         detail = work(job, claim)
         if lost.is_set():
             raise RuntimeError("lost the job's lease while working")
     except Exception as exc:
+        if jobs.find(job_id) is None:
+            logger.info("Job %s was deleted while it ran (%s)", job_id, type(exc).__name__)
+            return GONE
         logger.exception("Job %s failed", job_id)
         jobs.fail(claim, f"{type(exc).__name__}: {exc}", retry_delay_seconds=retry_delay)
         return "error"
@@ -344,7 +354,9 @@ def _run(
 def stage1_run(*, job_id: int, follow_up: bool = True) -> str:
     """Run a stage-1 job; when it is done, the stage 2 it made due is sent at once
     (follow_up; a rebuild runs stage 2 once at its end instead)."""
-    job = Job.objects.select_related("project").get(pk=job_id)
+    job = jobs.find(job_id)
+    if job is None:
+        return GONE
     config = pipeline_config(job.project.settings)
 
     def work(job: Job, claim: jobs.Claim) -> dict[str, Any]:
@@ -407,7 +419,9 @@ def stage2_run(*, job_id: int) -> str:
     """Run the stage-2 job. Extractions that finished meanwhile could not start another
     one (the lease was held): the bank is dirty again, so it is sent once more now rather than
     at the next scan."""
-    job = Job.objects.select_related("project").get(pk=job_id)
+    job = jobs.find(job_id)
+    if job is None:
+        return GONE
     config = pipeline_config(job.project.settings)
     outcome = _run(
         job_id,
@@ -450,14 +464,6 @@ def pipeline_scan_project(*, project: Project) -> dict[str, int]:
 # --- Bank administration -------------------------------------------------------------------
 
 
-def _check_confirmation(project: Project, confirm: str) -> None:
-    if confirm != project.slug:
-        raise ApplicationError(
-            "Type the project's slug in 'confirm' to proceed.",
-            details={"confirm": [f"must be {project.slug!r}"]},
-        )
-
-
 def _deleted(qs: QuerySet[Any]) -> int:
     """Rows of qs's own model deleted (not the rows that cascaded with them)."""
     return qs.delete()[1].get(qs.model._meta.label, 0)
@@ -488,7 +494,7 @@ def bank_clear(
     """Delete what the pipeline derived (memories, artifacts, stage-1 outputs, jobs), and the
     transcripts only when asked. Memories people or agents wrote directly stay; a rebuild
     keeps the derived ones too (keep_memories) and matches them as it re-extracts."""
-    _check_confirmation(project, confirm)
+    confirmation_check(project, confirm)
     _lock_bank_admin(project)
     cleared = 0 if keep_memories else memory_clear_derived(project=project).cleared
     counts = {
@@ -518,7 +524,7 @@ def bank_clear(
 @transaction.atomic
 def bank_rebuild_start(*, project: Project, actor: Actor, confirm: str) -> Job:
     """Clear derived data and queue a rebuild that replays every stored session."""
-    _check_confirmation(project, confirm)
+    confirmation_check(project, confirm)
     _lock_bank_admin(project)
     # Memories stay until the re-extraction has matched them (see rebuild).
     bank_clear(project=project, actor=actor, confirm=confirm, keep_memories=True)
@@ -584,7 +590,9 @@ def rebuild(job: Job, claim: jobs.Claim) -> dict[str, Any]:
 
 
 def rebuild_run(*, job_id: int) -> str:
-    job = Job.objects.select_related("project").get(pk=job_id)
+    job = jobs.find(job_id)
+    if job is None:
+        return GONE
     config = pipeline_config(job.project.settings)
     return _run(
         job_id,

@@ -220,11 +220,14 @@ def _unstage(job_id: int) -> None:
 
 def import_run(*, job_id: int) -> str:
     """Run one import job: "done", "failed" (for good), "error" (retried later) or "skipped"
-    (someone else has it, or nothing is due: a repeated message is harmless)."""
+    (someone else has it, or nothing is due: a repeated message is harmless) or "gone" (its
+    project was deleted)."""
     claim = jobs.claim(job_id, lease_seconds=LEASE_SECONDS)
     if claim is None:
         return "skipped"
-    job = Job.objects.select_related("project").get(pk=job_id)
+    job = jobs.find(job_id)
+    if job is None:
+        return "gone"
     stop, lost = threading.Event(), threading.Event()
     threading.Thread(target=_heartbeat, args=(claim, stop, lost), daemon=True).start()
     try:

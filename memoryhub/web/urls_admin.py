@@ -68,5 +68,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="interchange_import",
     ),
     path(P + "settings/", admin_settings.settings_page, name="settings"),
+    path(P + "delete/", admin_settings.project_delete, name="project_delete"),
     path(P + "settings/<str:section>/", admin_settings.settings_save, name="settings_save"),
 ]

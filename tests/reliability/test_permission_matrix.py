@@ -142,7 +142,11 @@ ROUTES: dict[str, dict[str, Rule]] = {
     },
     "memory-kinds": {"GET": R("signed-in")},
     # --- a project -----------------------------------------------------------------------------
-    "project-detail": {"GET": R("viewer"), "PATCH": R("maintainer", {"name": "Renamed"})},
+    "project-detail": {
+        "GET": R("viewer"),
+        "PATCH": R("maintainer", {"name": "Renamed"}),
+        "DELETE": R("owner", query="confirm=alpha"),
+    },
     "members": {
         "GET": R("viewer"),
         "POST": R("maintainer", {"username": "dave", "role": "viewer"}),
@@ -358,6 +362,7 @@ ROUTES: dict[str, dict[str, Rule]] = {
     "web:interchange": {"GET": R("viewer")},
     "web:interchange_import": {"POST": R("member", {}, fmt="form")},
     "web:settings": {"GET": R("maintainer")},
+    "web:project_delete": {"POST": R("owner", {"confirm": "alpha"}, fmt="form")},
     "web:settings_save": {
         "POST": R("maintainer", {}, fmt="form", kwargs={"section": "review_required"})
     },
@@ -626,7 +631,8 @@ def outcome(response: Any, face: str) -> str:
     )
 
 
-# Tables whose row counts say whether a request wrote anything, and the two event logs.
+# Tables whose row counts say whether a request wrote anything, and the two event logs (read by
+# their highest id: deleting a project deletes its events and writes one).
 _COUNTED = [
     m._meta.db_table
     for m in (Memory, AgentSession, SessionRecord, Project, ProjectMembership, ApiToken, Job)
@@ -635,10 +641,14 @@ _EVENTS = [AuditEvent._meta.db_table, MemoryEvent._meta.db_table]
 
 
 def _counts() -> tuple[int, ...]:
-    """Row counts of _COUNTED then _EVENTS, in one statement."""
+    """Row counts of _COUNTED then the highest ids of _EVENTS, in one statement."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in _COUNTED + _EVENTS)
+            "SELECT "
+            + ", ".join(
+                [f"(SELECT count(*) FROM {t})" for t in _COUNTED]
+                + [f"(SELECT coalesce(max(id), 0) FROM {t})" for t in _EVENTS]
+            )
         )
         row = cursor.fetchone()
     return tuple(row)

@@ -140,7 +140,9 @@ def dream_run(*, job_id: int) -> str:
     Idempotent by claim-by-conditional-UPDATE: the claim only succeeds while the job is due
     (watermark), attempts remain and no live lease is held; a failure is retried after the
     cooldown until dream_max_attempts are spent, then the job is visibly failed."""
-    job = Job.objects.select_related("project").get(pk=job_id)
+    job = jobs.find(job_id)
+    if job is None:
+        return services.GONE
     config = pipeline_config(job.project.settings)
     return services._run(
         job_id,

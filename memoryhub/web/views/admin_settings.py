@@ -79,8 +79,10 @@ def _page(
     project: Project,
     bound: tuple[str, django_forms.Form] | None = None,
     status: int = 200,
+    delete_form: django_forms.Form | None = None,
 ) -> HttpResponse:
     context = {
+        "delete_form": delete_form or forms.ConfirmForm(),
         "sections": _forms(project, bound),
         # A refused save is re-rendered at the top of the page: say where the errors are.
         "refused": (bound[0], TITLES[bound[0]]) if bound else None,
@@ -117,3 +119,25 @@ def settings_save(request: HttpRequest, access: ProjectAccess, section: str) -> 
             )
             return redirect("web:settings", slug=access.project.slug)
     return _page(request, access.project, (section, form), status=400)
+
+
+@require_POST
+@project_view(Role.OWNER)
+def project_delete(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+    form = forms.ConfirmForm(request.POST)
+    if form.is_valid():
+        try:
+            deleted = services.project_delete(access=access, confirm=form.cleaned_data["confirm"])
+        except ApplicationError as exc:
+            service_errors(form, exc, "confirm")
+        else:
+            messages.success(
+                request,
+                _(
+                    "Project %(slug)s deleted: %(memories)s memories, %(sessions)s sessions,"
+                    " %(members)s members."
+                )
+                % (deleted | {"slug": access.project.slug}),
+            )
+            return redirect("web:home")
+    return _page(request, access.project, status=400, delete_form=form)

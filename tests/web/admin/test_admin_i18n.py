@@ -41,6 +41,7 @@ def test_pages_speak_chinese(
     assert "默认： 0.3" in settings_page
     # Knobs by name, with the API key beside each (it was the bare key, in English).
     assert "词频饱和度（BM25 k1）" in settings_page and "search_k1 · 默认" in settings_page
+    assert "删除此项目" in settings_page and "下载备份" in settings_page
 
 
 def test_the_bank_page_names_job_states_in_chinese(

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import User
 from memoryhub.core.models import AuditEvent
-from projects.models import Project
+from projects.models import Project, Role
 
 SETTINGS = "/p/alpha/settings/"
 
@@ -121,3 +121,32 @@ def test_the_review_section_says_offline_extraction_needs_review_until_it_is_on(
     project.refresh_from_db()
     assert project.settings["llm"]["provider"] == "offline"
     assert OFFLINE_HINT in client.get(SETTINGS).content.decode()
+
+
+def test_owners_delete_the_project_from_the_settings_page(
+    alice: User, bob: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    owner = web_client(alice)
+    page = owner.get(SETTINGS).content.decode()
+    assert 'action="/p/alpha/delete/"' in page
+    assert 'href="/api/v1/projects/alpha/backup/"' in page  # a backup first, from the page
+    refused = owner.post("/p/alpha/delete/", {"confirm": "alpha-typo"})
+    assert refused.status_code == 400
+    assert "Type the project&#x27;s slug" in refused.content.decode()
+    assert Project.objects.filter(slug="alpha").exists()
+
+    deleted = owner.post("/p/alpha/delete/", {"confirm": "alpha"}, follow=True)
+    assert deleted.redirect_chain == [("/", 302)]
+    assert "Project alpha deleted: 0 memories, 0 sessions, 2 members." in deleted.content.decode()
+    assert not Project.objects.filter(slug="alpha").exists()
+    assert owner.get(SETTINGS).status_code == 404
+    assert AuditEvent.objects.get(verb="project.deleted").actor_user == alice
+
+
+def test_maintainers_see_no_delete_section_and_cannot_delete(
+    project: Project, web_client: Callable[[User], Client], role_user: Callable[[Role], User]
+) -> None:
+    maintainer = web_client(role_user(Role.MAINTAINER))
+    assert "/p/alpha/delete/" not in maintainer.get(SETTINGS).content.decode()
+    assert maintainer.post("/p/alpha/delete/", {"confirm": "alpha"}).status_code == 403
+    assert Project.objects.filter(slug="alpha").exists()
