@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from accounts.actors import Actor
 from accounts.models import User
 from memoryhub.core import project_settings
+from memoryhub.core.deletion import cascade_delete
 from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.services import audit_record
 from projects.models import Project, ProjectMembership, Role
@@ -225,7 +226,7 @@ def project_delete(*, access: ProjectAccess, confirm: str) -> dict[str, int]:
     Project.objects.select_for_update().filter(pk=project.pk).first()
     before = project.to_dict()
     public_id = project.public_id
-    _, per_model = project.delete()
+    per_model = cascade_delete(Project, pk=project.pk)
     deleted = {
         name: per_model.get(label, 0)
         for name, label in (

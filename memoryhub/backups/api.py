@@ -8,7 +8,6 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -62,11 +61,11 @@ class ProjectRestoreApi(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        """Restore a backup as a new project owned by the caller; all or nothing. People are
-        matched by username; those missing are created (with no usable password)."""
+        """Server administrators (staff) only: restore a backup as a new project owned by the
+        caller; all or nothing. People are matched by username and become members as the
+        backup says; those missing are created (with no usable password)."""
         actor = actor_of(request)
-        if actor.restricted_project_id is not None:
-            raise PermissionDenied("A project-restricted token cannot create projects.")
+        services.restore_check(actor)  # before the upload is read
         payload = self.RestoreInput(data=request.data)
         payload.is_valid(raise_exception=True)
         report = services.project_restore(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist
+from django.core.exceptions import FieldDoesNotExist, PermissionDenied
 from django.db import models, transaction
 
 from accounts.actors import Actor
@@ -188,9 +188,23 @@ def _batches(
     raise BackupInvalid("The backup ends before its closing line (truncated file).")
 
 
+def restore_check(actor: Actor) -> None:
+    """Server administrators only (staff, or the operator's command line): a restore makes the
+    people a backup names members of the new project and gives them the private memories it
+    holds for them, and a backup is a file anyone can edit."""
+    if actor.restricted_project_id is not None:
+        raise PermissionDenied("A project-restricted token cannot create projects.")
+    if not actor.system and not (actor.user is not None and actor.user.is_staff):
+        raise PermissionDenied(
+            "Only server administrators can restore a backup: a restore adds the people it"
+            " names to the project, with the private memories it holds for them."
+        )
+
+
 @transaction.atomic
 def project_restore(*, stream: IO[bytes], slug: str, owner: User, actor: Actor) -> RestoreReport:
     """Restore a backup as a new project `slug` owned by `owner`; all or nothing."""
+    restore_check(actor)
     lines = _lines(stream)
     try:
         _, header = next(lines)

@@ -18,15 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from django.db import transaction
-from django.http import Http404
 from django.utils import timezone
 
-from accounts import selectors as account_selectors
-from accounts.actors import Actor
 from accounts.models import User
-from memoryhub.core.exceptions import ApplicationError
-from memoryhub.core.services import audit_record
 from memoryhub.memories.models import Memory
 from memoryhub.recall import keyword_hits, recall_files, scoring, selectors
 from memoryhub.recall.conf import recall_config
@@ -34,8 +28,7 @@ from memoryhub.recall.injection import Payload, Profile, build_payload
 from memoryhub.recall.layout import estimate_tokens
 from memoryhub.recall.search import Hit, SearchQuery, TermPart, rank
 from memoryhub.recall.services import hits_block, recall_text
-from projects.models import Role
-from projects.selectors import ProjectAccess, project_access
+from projects.selectors import ProjectAccess
 
 
 @dataclass(frozen=True)
@@ -191,32 +184,3 @@ def preview(
         search=explain_search(access=access, query=SearchQuery(text=prompt, k=k, as_of=now)),
         now=now,
     )
-
-
-@transaction.atomic
-def preview_access_for(*, access: ProjectAccess, username: str) -> ProjectAccess:
-    """The access of member `username`, for a maintainer previewing what that person's agent
-    gets. It shows that person's own (user-scope) memories, so it is audited."""
-    if access.actor.user is not None and username == access.actor.user.username:
-        return access
-    if not access.at_least(Role.MAINTAINER):
-        raise ApplicationError(
-            "Only maintainers can preview for another member.",
-            details={"user": ["maintainers only"]},
-        )
-    user = account_selectors.user_get(username=username, active_only=True)
-    if user is None:
-        raise ApplicationError("No such member.", details={"user": ["not a member"]})
-    try:
-        other = project_access(slug=access.project.slug, actor=Actor(user=user))
-    except Http404:
-        raise ApplicationError("No such member.", details={"user": ["not a member"]}) from None
-    audit_record(
-        actor=access.actor,
-        project=access.project,
-        verb="injection.previewed_as",
-        target_type="user",
-        target_id=user.public_id,
-        after={"username": username},
-    )
-    return other

@@ -110,17 +110,12 @@ class PreviewForm(forms.Form):
         ],
         initial=Profile.MEWCODE,
     )
-    user = forms.ChoiceField(label=_("As"), required=False)
     prompt = forms.CharField(
         label=_("Prompt"),
         max_length=4000,
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
     )
-
-    def __init__(self, *args: Any, usernames: list[str], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["user"].choices = [(u, u) for u in usernames]  # type: ignore[attr-defined]
 
 
 class ConfirmForm(forms.Form):

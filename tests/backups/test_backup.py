@@ -1,5 +1,5 @@
 """Backups: a whole project round-trips losslessly (compared field by field), restores are all
-or nothing, and only owners may take one."""
+or nothing, only owners may take one and only server administrators may restore one."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ from memoryhub.sessions.models import AgentSession
 from projects.models import Project
 
 P = "/api/v1/projects/alpha/"
+
+
+@pytest.fixture(autouse=True)
+def _alice_administers_the_server(alice: User) -> None:
+    """alice restores in these tests: restores are for server administrators (staff)."""
+    alice.is_staff = True
+    alice.save(update_fields=["is_staff"])
 
 
 def ok(response: Any, *codes: int) -> Any:
@@ -296,6 +303,21 @@ def test_only_owners_take_backups(
 ) -> None:
     assert bob_client.get(P + "backup/").status_code == 403
     assert charlie_client.get(P + "backup/").status_code == 404
+
+
+def test_only_server_administrators_restore_for_a_backup_can_enrol_anyone(
+    alice_client: APIClient, bob_client: APIClient, charlie_client: APIClient, project: Project
+) -> None:
+    fill(alice_client, bob_client, project)
+    data = download(alice_client)
+    # An outsider with a backup (his own, edited to name alice) cannot make anyone a member of
+    # anything, nor plant "her" private memories; neither can an owner who is not staff.
+    for client in (charlie_client, bob_client):
+        refused = restore(client, data, "planted")
+        assert refused.status_code == 403
+        assert "server administrators" in refused.json()["error"]["message"]
+    assert not Project.objects.filter(slug="planted").exists()
+    ok(restore(alice_client, data, "alpha-copy"), 201)  # staff
 
 
 def test_commands_round_trip(

@@ -10,7 +10,6 @@ from rest_framework.test import APIClient
 
 from accounts.actors import Actor
 from accounts.models import User
-from memoryhub.core.models import AuditEvent
 from memoryhub.memories.models import Memory
 from memoryhub.recall import explain
 from memoryhub.recall.injection import Profile
@@ -92,20 +91,3 @@ def test_preview_reads_only(alice_client: APIClient, alice: User, project: Proje
     assert result.token_estimate > result.payload.token_estimate
     after = list(Memory.objects.order_by("pk").values_list("hit_count", "last_accessed_at"))
     assert before == after
-
-
-def test_preview_for_another_member_needs_a_maintainer_and_is_audited(
-    alice: User, bob: User, project: Project
-) -> None:
-    from memoryhub.core.exceptions import ApplicationError
-
-    bobs = project_access(slug="alpha", actor=Actor(user=bob))
-    with pytest.raises(ApplicationError):
-        explain.preview_access_for(access=bobs, username="alice")
-    assert explain.preview_access_for(access=bobs, username="bob") is bobs
-    alices = project_access(slug="alpha", actor=Actor(user=alice))
-    as_bob = explain.preview_access_for(access=alices, username="bob")
-    assert as_bob.actor.user == bob and as_bob.role == "member"
-    assert AuditEvent.objects.filter(verb="injection.previewed_as", actor_user=alice).count() == 1
-    with pytest.raises(ApplicationError):
-        explain.preview_access_for(access=alices, username="nobody")

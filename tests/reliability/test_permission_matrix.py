@@ -156,7 +156,16 @@ ROUTES: dict[str, dict[str, Rule]] = {
         "DELETE": R("maintainer"),
     },
     "project-backup": {"GET": R("owner")},
-    "project-restore": {"POST": R("signed-in", {}, fmt="multipart", cells=NO_NEW_PROJECTS)},
+    # Server administrators only (none in this world): a restore makes the people a backup
+    # names members, with their private memories (tests/backups covers staff).
+    "project-restore": {
+        "POST": R(
+            "signed-in",
+            {},
+            fmt="multipart",
+            cells={c: DENIED for c in [*PEOPLE, "other_project_token"]},
+        )
+    },
     "llm-usage": {"GET": R("viewer")},
     # --- memories ------------------------------------------------------------------------------
     "memories": {"GET": R("viewer"), "POST": R("member", MEMORY)},

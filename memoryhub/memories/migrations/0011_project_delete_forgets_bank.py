@@ -1,8 +1,9 @@
 """A deleted project's bank bookkeeping (BankVersion, BankChange) goes with it.
 
 Those tables have no foreign key because the memory triggers (0006) write them while a
-project's memories are being deleted; Django deletes the project row after everything that
-refers to it, so a trigger on that row runs last and removes what the cascade just wrote.
+project's memories are being deleted. A project's row is deleted after everything that refers
+to it (by memoryhub.core.deletion, and by Django's collector in the admin), so a trigger on
+that row runs last and removes what the cascade just wrote.
 A trigger, like the others, so a deletion from any path (the service, the Django admin) counts.
 Rows left by projects deleted before this migration are removed here.
 """

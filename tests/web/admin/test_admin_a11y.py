@@ -44,7 +44,7 @@ def test_admin_pages_have_no_serious_accessibility_violations(
         "recall-files/",
         "recall-files/project/testing.md",
         "instructions/",
-        "preview/?profile=meow&user=alice&prompt=deploy+docker",
+        "preview/?profile=meow&prompt=deploy+docker",
         "bank/",
         "members/",
         "settings/",
