@@ -502,13 +502,13 @@ def _seen_upsert(
 def recall_for_message(
     *,
     access: ProjectAccess,
-    session: AgentSession,
+    session: AgentSession | None,
     query: str,
     recent_tools: Sequence[str] = (),
     as_of: datetime | None = None,
 ) -> RecallResult:
     """Keyword hits and the selector's recall files for a user message, as one injection
-    text; everything returned is marked as shown to the session.
+    text; everything returned is marked as shown to the session (when there is one).
 
     Not atomic on purpose: the selector's LLM call must not run inside a transaction.
     """
@@ -524,10 +524,11 @@ def recall_for_message(
     )
     files = selectors.recall_files_with_content(files=chosen)
     text = recall_text([hits_block(hits), recall_files.render(files, now)])
-    recall_seen_mark(
-        session=session,
-        memory_ids=[hit.memory.pk for hit in hits],
-        reason=RecallSeen.Reason.INJECTED,
-        file_ids=[file.pk for file in files],
-    )
+    if session is not None:
+        recall_seen_mark(
+            session=session,
+            memory_ids=[hit.memory.pk for hit in hits],
+            reason=RecallSeen.Reason.INJECTED,
+            file_ids=[file.pk for file in files],
+        )
     return RecallResult(hits=hits, files=files, text=text, now=now)

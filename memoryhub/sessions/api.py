@@ -211,9 +211,10 @@ class RecordCollectionApi(APIView):
         },
     )
     def post(self, request: Request, slug: str, ref: str) -> Response:
-        """Append records all-or-nothing; records with an already stored seq are skipped."""
+        """Append records all-or-nothing (the session's author only); records with an already
+        stored seq are skipped."""
         access = _access(request, slug, Role.MEMBER)
-        session = selectors.session_get(access=access, ref=ref, write=True)
+        session = selectors.session_get(access=access, ref=ref, author_only=True)
         records = _records_from_payload(request.data)
         result = services.records_append(session=session, actor=access.actor, records=records)
         session.refresh_from_db()
@@ -613,7 +614,7 @@ class SessionTranscriptPushApi(APIView):
         from memoryhub.sessions.importers import TranscriptFormatError
 
         access = _access(request, slug, Role.MEMBER)
-        session = selectors.session_get(access=access, ref=ref, write=True)
+        session = selectors.session_get(access=access, ref=ref, author_only=True)
         params = self.TranscriptPushInput(data=request.query_params)
         params.is_valid(raise_exception=True)
         if not request.content_type.startswith(

@@ -84,16 +84,23 @@ def _session_by_ref_sql(
     return session
 
 
-def session_get(*, access: ProjectAccess, ref: str, write: bool = False) -> AgentSession:
+def session_get(
+    *, access: ProjectAccess, ref: str, write: bool = False, author_only: bool = False
+) -> AgentSession:
     """A session by its id or the agent's external id.
 
-    With write=True the caller must have created the session or be a maintainer.
+    With write=True (end it, compact it, extract it) the caller must have created the session
+    or be a maintainer. With author_only=True only its author may: adding records (what a
+    session says is extracted as its author's, private memories included) and the reads that
+    mark what the session has been shown (recall, injection, search with a session).
     """
     session = session_by_ref(project=access.project, ref=ref)
-    if write and not (
-        access.at_least(Role.MAINTAINER)
-        or session.created_by_user_id == getattr(access.actor.user, "pk", None)
-    ):
+    author = session.created_by_user_id == getattr(access.actor.user, "pk", None)
+    if author_only and not author:
+        raise PermissionDenied(
+            "This is another person's session: only its author adds to it or recalls into it."
+        )
+    if write and not (author or access.at_least(Role.MAINTAINER)):
         raise PermissionDenied("Only the session's author or a maintainer can change it.")
     return session
 

@@ -117,14 +117,13 @@ def test_nothing_found_is_empty(alice_client: APIClient) -> None:
     assert not RecallSeen.objects.exists()
 
 
-def test_it_needs_a_session_of_this_project(
+def test_a_named_session_must_be_of_this_project(
     alice_client: APIClient, charlie_client: APIClient
 ) -> None:
     setup_bank(alice_client)
     missing = recall(alice_client, "pytest", session_id="nope")
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "not_found"
-    assert alice_client.post(RECALL, {"query": "pytest"}, format="json").status_code == 400
     charlie_client.post("/api/v1/projects/charlie-lab/sessions/", {"external_id": "c1"})
     other = charlie_client.post(
         "/api/v1/projects/charlie-lab/recall/",
@@ -148,8 +147,16 @@ def test_read_only_tokens_and_viewers_may_recall(
         access=project_access(slug="alpha", actor=Actor(user=alice)), user=dave, role=Role.VIEWER
     )
     assert make_client(dave).post(P + "sessions/", {"external_id": "d1"}).status_code == 403
+    # A viewer has no session of their own: recall without one marks nothing.
+    response = make_client(dave).post(P + "recall/", {"query": "pytest"}, format="json")
+    assert len(response.json()["results"]) == 2
+    # Someone else's session is refused: recalling into it would hide from its author's agent
+    # what the viewer was shown.
     alice_client.post(P + "sessions/", {"external_id": "s2"}, format="json")
-    assert len(recall(make_client(dave), "pytest", session_id="s2").json()["results"]) == 2
+    refused = recall(make_client(dave), "pytest", session_id="s2")
+    assert refused.status_code == 403
+    assert not RecallSeen.objects.filter(session__external_id="s2").exists()
+    assert len(recall(alice_client, "pytest", session_id="s2").json()["results"]) == 2
     # A read-only token still cannot write through other endpoints.
     denied = alice_ro_client.post(P + "memories/", {"content": "x", "kind": "fact"}, format="json")
     assert denied.status_code == 403

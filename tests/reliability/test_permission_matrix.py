@@ -214,7 +214,8 @@ ROUTES: dict[str, dict[str, Rule]] = {
         "PUT": R("member", {"content": "Notes, v2."}, kwargs={"scope": "project", "path": "n.md"}),
         "DELETE": R("member", kwargs={"scope": "project", "path": "notes.md"}),
     },
-    # --- sessions: s1 is the owner's; writing to a session takes its author or a maintainer -----
+    # --- sessions: s1 is the owner's; ending, compacting or extracting a session takes its
+    # author or a maintainer, adding to it its author only (here the owner: "owner" below).
     "sessions": {"GET": R("viewer"), "POST": R("member", {"external_id": "s2"})},
     "sessions-import": {"POST": R("member", TRANSCRIPT, fmt="ndjson")},
     # A transcript import queued by the owner (a big upload): the project's readers may poll it.
@@ -222,13 +223,13 @@ ROUTES: dict[str, dict[str, Rule]] = {
     "session-detail": {"GET": R("viewer"), "DELETE": R("maintainer")},
     "session-records": {
         "GET": R("viewer"),
-        "POST": R("maintainer", [{"type": "user", "content": "hi"}]),
+        "POST": R("owner", [{"type": "user", "content": "hi"}]),
     },
     "session-resume": {"GET": R("viewer")},
     "session-compaction": {"GET": R("viewer", query="context_window=100000")},
     "session-compact": {"POST": R("maintainer", {"context_window": 100000})},
     "session-end": {"POST": R("maintainer")},
-    "session-transcript": {"POST": R("maintainer", {"type": "summary", "summary": "x"})},
+    "session-transcript": {"POST": R("owner", {"type": "summary", "summary": "x"})},
     "session-extract": {"POST": R("maintainer")},
     "session-tool-result": {"GET": R("viewer", kwargs={"tool_use_id": "big"})},
     # --- pipeline / bank -----------------------------------------------------------------------

@@ -157,15 +157,22 @@ def test_sessions_are_found_by_id_or_external_id_and_filtered(alice_client: APIC
     ]
 
 
-def test_only_the_author_or_a_maintainer_writes_and_only_maintainers_delete(
+def test_only_the_author_adds_the_author_or_a_maintainer_ends_only_maintainers_delete(
     alice_client: APIClient, bob_client: APIClient, project: Project, bob: User
 ) -> None:
     new_session(alice_client)
     assert append(bob_client, "sess-1", [{"type": "user", "content": "x"}]).status_code == 403
     assert bob_client.get(f"{S}sess-1/resume/").status_code == 200
+    assert bob_client.post(f"{S}sess-1/end/").status_code == 403
     assert bob_client.delete(f"{S}sess-1/").status_code == 403
     ProjectMembership.objects.filter(user=bob).update(role=Role.MAINTAINER)
-    assert append(bob_client, "sess-1", [{"type": "user", "content": "x"}]).status_code == 201
+    # Not even a maintainer writes words into alice's session: they would be extracted as
+    # alice's (her private memories included).
+    refused = append(bob_client, "sess-1", [{"type": "user", "content": "I prefer zebra."}])
+    assert refused.status_code == 403
+    assert "author" in refused.json()["error"]["message"]
+    assert SessionRecord.objects.count() == 0
+    assert bob_client.post(f"{S}sess-1/end/").status_code == 200
     assert bob_client.delete(f"{S}sess-1/").status_code == 204
     assert not AgentSession.objects.exists() and not SessionRecord.objects.exists()
     assert AuditEvent.objects.filter(verb="session.deleted").exists()

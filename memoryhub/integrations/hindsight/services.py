@@ -99,8 +99,10 @@ def _retain_document(
         url_safe_id=False,  # Hindsight accepts any document id ("docs/guide.md")
     )
     if not created:
-        # The REST rule for changing a session: its author or a maintainer.
-        session = session_selectors.session_get(access=access, ref=session.external_id, write=True)
+        # The REST rule for adding to a session: its author only.
+        session = session_selectors.session_get(
+            access=access, ref=session.external_id, author_only=True
+        )
         session_services.session_metadata_merge(session=session, actor=actor, values=meta)
     rewind: int | None = None
     if all(item.update_mode == "append" for item in items):

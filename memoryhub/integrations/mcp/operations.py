@@ -106,7 +106,8 @@ def _flatten(errors: Any) -> list[str]:
 
 
 def _session(access: ProjectAccess, ref: str | None) -> AgentSession | None:
-    return session_selectors.session_get(access=access, ref=ref) if ref else None
+    """The session a read marks as shown: the caller's own (session_get, author_only)."""
+    return session_selectors.session_get(access=access, ref=ref, author_only=True) if ref else None
 
 
 def memory_dict(memory: Memory) -> dict[str, Any]:
@@ -357,7 +358,7 @@ def session_append(
     parsed = _records(records, messages)
     with transaction.atomic():  # a session created for records that are refused is not kept
         try:
-            session = session_selectors.session_get(access=access, ref=session_id, write=True)
+            session = session_selectors.session_get(access=access, ref=session_id, author_only=True)
             created = False
         except Http404:
             session, created = session_services.session_get_or_create(

@@ -118,7 +118,9 @@ class InjectionApi(APIView):
         params.is_valid(raise_exception=True)
         data = params.validated_data
         session = (
-            session_get(access=access, ref=data["session_id"]) if data.get("session_id") else None
+            session_get(access=access, ref=data["session_id"], author_only=True)
+            if data.get("session_id")
+            else None
         )
         if data["format"] == "text":
             render, content_type = _text, "text/plain; charset=utf-8"

@@ -98,7 +98,15 @@ class RecallApi(APIView):
         query = serializers.CharField(
             allow_blank=True, trim_whitespace=False, max_length=20_000, help_text="The message."
         )
-        session_id = serializers.CharField(max_length=200, help_text="Id or external id.")
+        session_id = serializers.CharField(
+            max_length=200,
+            required=False,
+            help_text=(
+                "Id or external id of the caller's own session: what is returned is marked as"
+                " shown there and not returned again until it compacts. Without it nothing is"
+                " marked."
+            ),
+        )
         recent_tools = serializers.ListField(
             child=serializers.CharField(max_length=200), max_length=50, required=False
         )
@@ -114,15 +122,17 @@ class RecallApi(APIView):
     def post(self, request: Request, slug: str) -> Response:
         """The one ranking's top two memories and the recall files chosen for a user message,
         as one injection text;
-        what is returned counts as shown to the session (not shown again until it compacts).
-        Read-only tokens may call it."""
+        what is returned counts as shown to the caller's session, when one is named (not shown
+        again until it compacts). Read-only tokens and viewers may call it."""
         access = project_access(slug=slug, actor=actor_of(request))
         payload = self.RecallInput(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
         result = services.recall_for_message(
             access=access,
-            session=session_get(access=access, ref=data["session_id"]),
+            session=session_get(access=access, ref=data["session_id"], author_only=True)
+            if data.get("session_id")
+            else None,
             query=data["query"],
             recent_tools=data.get("recent_tools", ()),
             as_of=data.get("as_of"),

@@ -60,7 +60,9 @@ class MemorySearchApi(APIView):
         if "all" in statuses:
             statuses = tuple(Memory.Status.values)
         session = (
-            session_get(access=access, ref=data["session_id"]) if data.get("session_id") else None
+            session_get(access=access, ref=data["session_id"], author_only=True)
+            if data.get("session_id")
+            else None
         )
         hits = search.memory_search(
             access=access,

@@ -64,7 +64,9 @@ class MemorySimilarApi(APIView):
         params.is_valid(raise_exception=True)
         data = params.validated_data
         session = (
-            session_get(access=access, ref=data["session_id"]) if data.get("session_id") else None
+            session_get(access=access, ref=data["session_id"], author_only=True)
+            if data.get("session_id")
+            else None
         )
         results = similar.find_similar(access=access, target=target, k=data["k"], session=session)
         output = self.SimilarOutput(
