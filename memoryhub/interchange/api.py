@@ -16,8 +16,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actors import actor_of
-from memoryhub.core.exceptions import PayloadTooLarge
 from memoryhub.interchange import archive, formats
+from memoryhub.interchange.bundle import ImportFailed, problem
 from memoryhub.interchange.services import ImportResult
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access
@@ -58,18 +58,25 @@ class InterchangeFormatsApi(APIView):
         )
 
 
-def _spool(source: IO[bytes], into: IO[bytes]) -> None:
-    """Copy the request body to a temporary file, refusing it past the import limit."""
+NO_FILE = "No file was uploaded."
+
+
+def _no_file() -> ImportFailed:
+    return ImportFailed([problem("", None, NO_FILE)], message=NO_FILE)
+
+
+def _spool(source: IO[bytes], into: IO[bytes], filename: str) -> int:
+    """Copy the request body to a temporary file, refusing it past the import limit; the
+    number of bytes copied."""
     limit = settings.SESSION_IMPORT_MAX_BYTES
     total = 0
     while chunk := source.read(CHUNK):
         total += len(chunk)
         if total > limit:
-            raise PayloadTooLarge(
-                f"The upload exceeds {limit} bytes.", details={"limit_bytes": limit}
-            )
+            raise archive.too_large(filename)
         into.write(chunk)
     into.seek(0)
+    return total
 
 
 class InterchangeImportApi(APIView):
@@ -112,12 +119,14 @@ class InterchangeImportApi(APIView):
                 # Django's upload handlers have already spooled it (to disk past 2.5 MB).
                 upload = request.FILES.get("file")
                 if upload is None:
-                    raise serializers.ValidationError({"file": ["A file is required."]})
+                    raise _no_file()
                 source, filename = upload, upload.name or ""
             else:
                 filename = request.query_params.get("filename", "")
-                if request.stream is not None:
-                    _spool(request.stream, spooled)
+                stream = request.stream
+                size = _spool(stream, spooled, filename) if stream is not None else 0
+                if not size and not filename:  # no body at all (with a name: an empty file)
+                    raise _no_file()
             with archive.unpack_upload(source, filename=filename) as unpacked:
                 result = formats.interchange_import(
                     access=access, format=fmt, tree=unpacked.tree, dry_run=dry_run

@@ -23,6 +23,7 @@ import struct
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,19 +32,34 @@ from typing import IO
 
 from django.conf import settings
 
-from memoryhub.core.exceptions import ApplicationError, PayloadTooLarge
+from memoryhub.core.exceptions import PayloadTooLarge
+from memoryhub.interchange.bundle import FormatError, ImportFailed, problem
 
 MAX_MEMBERS = 20_000
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _ZIP_UT_EXTRA = 0x5455  # "extended timestamp": UTC seconds, which DOS times lack
 ARCHIVE_KINDS = ("zip", "tar")
+# What reading a damaged, encrypted or oddly compressed zip member raises.
+_ZIP_READ_ERRORS = (zipfile.BadZipFile, zlib.error, RuntimeError, NotImplementedError, EOFError)
 
 
-class InvalidArchive(ApplicationError):
-    """The upload cannot be read safely or is not an archive of the expected shape."""
+class InvalidArchive(ImportFailed):
+    """The upload cannot be read safely or is not an archive of the expected shape: refused
+    whole, as one problem naming the member (or the upload) at fault."""
 
-    code = "validation_error"
+    def __init__(self, message: str, *, file: str = "") -> None:
+        super().__init__([problem(file, None, message)])
+
+
+def too_large(file: str, what: str = "upload") -> PayloadTooLarge:
+    """The 413 of an upload past the import limit, with its problem in the refusals' shape."""
+    limit = _limit()
+    message = f"The {what} exceeds {limit} bytes."
+    return PayloadTooLarge(
+        message,
+        details={"limit_bytes": limit, "errors": [problem(file, None, message)]},
+    )
 
 
 def _limit() -> int:
@@ -62,10 +78,7 @@ def check_member_name(name: str) -> str:
     elif ".." in name.split("/"):
         reason = "a '..' part"
     if reason:
-        raise InvalidArchive(
-            f"Archive member {name!r} has {reason}; nothing was imported.",
-            details={"file": name, "reason": reason},
-        )
+        raise InvalidArchive(f"the archive member has {reason}", file=name)
     normalized = posixpath.normpath(name)
     return "" if normalized == "." else normalized
 
@@ -82,14 +95,11 @@ class Member:
         return self.fs_path.read_bytes()
 
     def read_text(self) -> str:
-        """UTF-8 (a BOM is dropped); InvalidArchive naming the file otherwise."""
+        """UTF-8 (a BOM is dropped); a FormatError naming the file otherwise."""
         try:
             return self.read_bytes().decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise InvalidArchive(
-                f"{self.path} is not valid UTF-8 (at byte {exc.start}); nothing was imported.",
-                details={"file": self.path, "line": None},
-            ) from None
+            raise FormatError(self.path, None, f"not valid UTF-8 (at byte {exc.start})") from None
 
     def open(self) -> IO[bytes]:
         return self.fs_path.open("rb")
@@ -178,43 +188,37 @@ class Unpacked:
         if not path:
             return
         if path in self.members:
-            raise InvalidArchive(
-                f"Archive member {path!r} appears twice; nothing was imported.",
-                details={"file": path},
-            )
+            raise InvalidArchive("the archive member appears twice", file=path)
         if len(self.members) >= MAX_MEMBERS:
-            raise InvalidArchive(f"The archive has more than {MAX_MEMBERS} files.")
+            raise InvalidArchive(f"the archive has more than {MAX_MEMBERS} files")
         target = self._dir / "files" / path
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("wb") as out:
             while chunk := source.read(1 << 20):
                 self._total += len(chunk)
                 if self._total > _limit():
-                    raise PayloadTooLarge(
-                        f"The unpacked upload exceeds {_limit()} bytes.",
-                        details={"limit_bytes": _limit()},
-                    )
+                    raise too_large(path, "unpacked upload")
                 out.write(chunk)
         self.members[path] = Member(path, target, mtime)
 
     def add_file(self, name: str, source: IO[bytes], mtime: datetime | None) -> None:
         self._add(name, source, mtime)
 
-    def unzip(self, file: IO[bytes]) -> None:
+    def unzip(self, file: IO[bytes], name: str = "") -> None:
+        """`name`: the upload's, for the problems of the archive as a whole."""
         try:
             archive = zipfile.ZipFile(file)
         except zipfile.BadZipFile as exc:
-            raise InvalidArchive(f"Not a readable zip file: {exc}.") from None
+            raise InvalidArchive(f"not a readable zip file ({exc})", file=name) from None
         with archive:
             infos = archive.infolist()
-            _check_count(len(infos))
+            _check_count(len(infos), name)
             for info in infos:  # refuse the whole archive before unpacking any of it
                 check_member_name(info.filename.rstrip("/") or info.filename)
                 if stat.S_ISLNK(info.external_attr >> 16):
                     raise InvalidArchive(
-                        f"Archive member {info.filename!r} is a symbolic link; links are "
-                        "not accepted. Nothing was imported.",
-                        details={"file": info.filename, "reason": "symlink"},
+                        "the archive member is a symbolic link; links are not accepted",
+                        file=info.filename,
                     )
             for info in infos:
                 if info.is_dir():
@@ -222,31 +226,30 @@ class Unpacked:
                 try:
                     with archive.open(info) as source:
                         self._add(info.filename, source, _zip_mtime(info))
-                except (zipfile.BadZipFile, RuntimeError, NotImplementedError) as exc:
+                except _ZIP_READ_ERRORS as exc:
                     raise InvalidArchive(
-                        f"Cannot read {info.filename!r} from the zip: {exc}.",
-                        details={"file": info.filename},
+                        f"cannot read the member from the zip ({exc})", file=info.filename
                     ) from None
 
-    def untar(self, file: IO[bytes]) -> None:
+    def untar(self, file: IO[bytes], name: str = "") -> None:
         try:
             archive = tarfile.open(fileobj=file, mode="r:*")  # noqa: SIM115 - `with` below
         except tarfile.TarError as exc:
-            raise InvalidArchive(f"Not a readable tar file: {exc}.") from None
+            raise InvalidArchive(f"not a readable tar file ({exc})", file=name) from None
         with archive:
             try:
                 members = archive.getmembers()
             except (tarfile.TarError, EOFError, OSError) as exc:
-                raise InvalidArchive(f"The tar file is damaged: {exc}.") from None
-            _check_count(len(members))
+                raise InvalidArchive(f"the tar file is damaged ({exc})", file=name) from None
+            _check_count(len(members), name)
             for info in members:
                 check_member_name(info.name.rstrip("/") or info.name)
                 if not (info.isfile() or info.isdir()):
                     kind = "symbolic link" if info.issym() else "link or special file"
                     raise InvalidArchive(
-                        f"Archive member {info.name!r} is a {kind}; only regular files and "
-                        "directories are accepted. Nothing was imported.",
-                        details={"file": info.name, "reason": "symlink" if info.issym() else kind},
+                        f"the archive member is a {kind}; only regular files and directories "
+                        "are accepted",
+                        file=info.name,
                     )
             for info in members:
                 if not info.isfile():
@@ -258,9 +261,11 @@ class Unpacked:
                     self._add(info.name, source, _utc(info.mtime))
 
 
-def _check_count(count: int) -> None:
+def _check_count(count: int, name: str) -> None:
     if count > MAX_MEMBERS:
-        raise InvalidArchive(f"The archive has {count} entries; at most {MAX_MEMBERS} are read.")
+        raise InvalidArchive(
+            f"the archive has {count} entries; at most {MAX_MEMBERS} are read", file=name
+        )
 
 
 def _zip_mtime(info: zipfile.ZipInfo) -> datetime:
@@ -282,13 +287,15 @@ def unpack_upload(file: IO[bytes], *, filename: str, mtime: datetime | None = No
     manager that deletes the files)."""
     head = file.read(512)
     file.seek(0)
+    if not head:
+        raise InvalidArchive("the upload is empty", file=filename)
     kind = sniff(head)
     unpacked = Unpacked()
     try:
         if kind == "zip":
-            unpacked.unzip(file)
+            unpacked.unzip(file, filename)
         elif kind == "tar":
-            unpacked.untar(file)
+            unpacked.untar(file, filename)
         else:
             base = posixpath.basename(filename.replace("\\", "/")) or (
                 "memory.db" if kind == "sqlite" else "upload"
@@ -309,10 +316,7 @@ def read_directory(root: Path) -> Tree:
             full = Path(dirpath) / name
             if full.is_symlink():
                 rel = full.relative_to(root).as_posix()
-                raise InvalidArchive(
-                    f"{rel} is a symbolic link; links are not accepted. Nothing was imported.",
-                    details={"file": rel, "reason": "symlink"},
-                )
+                raise InvalidArchive("a symbolic link; links are not accepted", file=rel)
         for name in filenames:
             full = Path(dirpath) / name
             rel = full.relative_to(root).as_posix()
@@ -382,7 +386,7 @@ def unpack_files(files: Sequence[tuple[IO[bytes], str, datetime | None]]) -> Unp
             source.seek(0)
             if sniff(head) in ("zip", "tar"):
                 raise InvalidArchive(
-                    f"{name} is an archive: upload one archive on its own, or plain files."
+                    "an archive: upload one archive on its own, or plain files", file=name
                 )
             unpacked.add_file(posixpath.basename(name.replace("\\", "/")), source, mtime)
     except BaseException:

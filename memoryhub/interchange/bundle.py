@@ -9,6 +9,7 @@ reads what a caller may see into a Snapshot, which a writer turns into files.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -35,18 +36,38 @@ class FormatError(ApplicationError):
         self.line = line
         self.reason = message
 
+    def as_error(self) -> dict[str, Any]:
+        return problem(self.file, self.line, self.reason)
+
+
+def problem(file: str, line: int | None, message: str) -> dict[str, Any]:
+    """One entry of a refusal's details.errors: the one shape every refusal lists."""
+    return {"file": file, "line": line, "message": message}
+
+
+@contextmanager
+def collecting(errors: list[dict[str, Any]]) -> Iterator[None]:
+    """Note a FormatError and go on with the next file or row: a refusal lists every problem
+    of the upload, not just the first."""
+    try:
+        yield
+    except FormatError as exc:
+        errors.append(exc.as_error())
+
 
 class ImportFailed(ApplicationError):
-    """The import was refused as a whole; details.errors lists every problem found."""
+    """The import was refused as a whole; details.errors lists every problem found, each a
+    problem() {"file", "line", "message"}."""
 
     code = "validation_error"
 
-    def __init__(self, errors: list[dict[str, Any]]) -> None:
+    def __init__(self, errors: list[dict[str, Any]], message: str = "") -> None:
         first = errors[0]
         where = first["file"] + (f":{first['line']}" if first.get("line") else "")
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         super().__init__(
-            f"Nothing was imported: {where + ': ' if where else ''}{first['message']}{more}",
+            message
+            or f"Nothing was imported: {where + ': ' if where else ''}{first['message']}{more}",
             details={"errors": errors},
         )
 
@@ -75,6 +96,7 @@ class ImportedSession:
     transcript: Any  # an archive Member: opened and streamed by the import
     meta: bytes | None = None
     transcript_format: str = "mewcode"  # or "claude_code"
+    last_active: datetime | None = None  # the .meta's; an import would say "now"
 
 
 @dataclass
@@ -100,6 +122,8 @@ class Bundle:
     artifacts: dict[str, str] = field(default_factory=dict)
     rollouts: list[ImportedRollout] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Problems found while reading (problem() dicts): any of them refuses the import.
+    errors: list[dict[str, Any]] = field(default_factory=list)
     # The source files' modification times of instructions and artifacts (by their path
     # above; USER_INSTRUCTIONS for the user's own file): what they are stored with.
     mtimes: dict[str, datetime] = field(default_factory=dict)

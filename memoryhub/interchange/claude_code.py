@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import posixpath
 import re
+from typing import Any
 
 from memoryhub.interchange import common
 from memoryhub.interchange.archive import OutFile, Tree
 from memoryhub.interchange.bundle import (
     Bundle,
-    FormatError,
     ImportedMemory,
     ImportedSession,
     Snapshot,
     SnapshotMemory,
+    collecting,
+    problem,
 )
 from memoryhub.memories.kinds import Kind, resolve_kind
 from memoryhub.memories.services import MemoryInput
@@ -82,25 +84,35 @@ def _imports(path: str, content: str) -> list[str]:
     return targets
 
 
-def parse_topic(text: str, file: str, relative: str, mtime: object) -> ImportedMemory:
-    fields, body, body_line = common.split_frontmatter(text, file)
+def parse_topic(
+    text: str, file: str, relative: str, mtime: object, errors: list[dict[str, Any]]
+) -> ImportedMemory | None:
+    """The file's memory, or None with every problem of its frontmatter noted in `errors`."""
+    found = len(errors)
+    with collecting(errors):
+        fields, body, body_line = common.split_frontmatter(text, file)
+    if len(errors) > found:
+        return None
     type_value, type_line = fields.get("type", ("", 1))
-    if type_value not in TYPES:
-        raise FormatError(
-            file, type_line, f"type must be one of {', '.join(TYPES)}; got {type_value!r}"
-        )
     kind = type_value
+    if type_value not in TYPES:
+        note = f"type must be one of {', '.join(TYPES)}; got {type_value!r}"
+        errors.append(problem(file, type_line, note))
     if "kind" in fields:
         resolved = resolve_kind(fields["kind"][0])
         if resolved is None:
-            raise FormatError(file, fields["kind"][1], f"unknown kind {fields['kind'][0]!r}")
-        kind = resolved
+            errors.append(problem(file, fields["kind"][1], f"unknown kind {fields['kind'][0]!r}"))
+        kind = resolved or kind
     importance = 1
     if "importance" in fields:
         value, line = fields["importance"]
-        if not value.isdigit() or int(value) < 1:
-            raise FormatError(file, line, f"importance must be a whole number ≥ 1; got {value!r}")
-        importance = int(value)
+        if value.isdigit() and int(value) >= 1:
+            importance = int(value)
+        else:
+            note = f"importance must be a whole number ≥ 1; got {value!r}"
+            errors.append(problem(file, line, note))
+    if len(errors) > found:
+        return None
     keywords = [k.strip() for k in fields.get("keywords", ("", 0))[0].split(",") if k.strip()]
     metadata = {}
     if fields.get("description", ("", 0))[0]:
@@ -134,10 +146,16 @@ def read(tree: Tree) -> Bundle:
             continue
         if not directory and (relative in ROOT_FILES or relative.startswith(("home/", ".claude/"))):
             continue
-        bundle.memories.append(parse_topic(member.read_text(), member.path, relative, member.mtime))
-    if index is not None:
+        text = common.text_of(member, bundle.errors)
+        if text is None:
+            continue
+        memory = parse_topic(text, member.path, relative, member.mtime, bundle.errors)
+        if memory is not None:
+            bundle.memories.append(memory)
+    index_text = common.text_of(index, bundle.errors) if index is not None else None
+    if index is not None and index_text is not None:
         listed = {m.external_id[len(NAME) + 1 :] for m in bundle.memories}
-        for lineno, line in enumerate(index.read_text().splitlines(), start=1):
+        for lineno, line in enumerate(index_text.splitlines(), start=1):
             match = _INDEX_LINE.match(line)
             if match and match.group("file") not in listed:
                 missing = match.group("file")
@@ -152,12 +170,12 @@ def read(tree: Tree) -> Bundle:
                 )
     home = tree.get(HOME_FILE)
     included, warnings = common.include_closure(
-        tree, [*ROOT_FILES, *([HOME_FILE] if home else [])], _imports
+        tree, [*ROOT_FILES, *([HOME_FILE] if home else [])], _imports, errors=bundle.errors
     )
     # An @word that names no file is usually not an import at all (e.g. "@alice").
     del warnings
     bundle.instructions = {p: t for p, t in included.items() if p != HOME_FILE}
-    if home is not None:
+    if HOME_FILE in included:
         bundle.user_instructions = included[HOME_FILE]
     bundle.mtimes = common.mtimes(tree, bundle.instructions, user_file=HOME_FILE if home else "")
     return bundle

@@ -6,9 +6,10 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Any
 
-from memoryhub.interchange.archive import Tree
-from memoryhub.interchange.bundle import USER_INSTRUCTIONS, FormatError
+from memoryhub.interchange.archive import Member, Tree
+from memoryhub.interchange.bundle import USER_INSTRUCTIONS, FormatError, collecting
 
 FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _SLUG_JUNK = re.compile(r"[^a-z0-9]+")
@@ -59,6 +60,13 @@ def unique_name(stem: str, suffix: str, taken: set[str]) -> str:
     return name
 
 
+def text_of(member: Member, errors: list[dict[str, Any]]) -> str | None:
+    """The member's text, or None (its problem noted in `errors`) when it is not UTF-8."""
+    with collecting(errors):
+        return member.read_text()
+    return None
+
+
 def newest(moments: Iterable[datetime]) -> datetime | None:
     values = list(moments)
     return max(values) if values else None
@@ -69,22 +77,29 @@ def include_closure(
     roots: Iterable[str],
     targets: Callable[[str, str], list[str]],
     *,
+    errors: list[dict[str, Any]],
     max_depth: int = 5,
 ) -> tuple[dict[str, str], list[str]]:
     """The root files that exist plus every file they include, transitively up to max_depth;
     `targets(path, content)` names the project paths one file includes. Returns (path →
-    text, warnings about includes that name no file of the upload)."""
+    text, warnings about includes that name no file of the upload); a file that cannot be
+    read is noted in `errors`."""
     files: dict[str, str] = {}
     warnings: list[str] = []
     frontier = [(path, 0) for path in roots if path in tree]
+    seen: set[str] = set()
     while frontier:
         path, depth = frontier.pop(0)
-        if path in files:
+        if path in seen:
             continue
+        seen.add(path)
         member = tree.get(path)
         if member is None:
             continue
-        files[path] = member.read_text()
+        text = text_of(member, errors)
+        if text is None:
+            continue
+        files[path] = text
         if depth >= max_depth:
             continue
         for target in targets(path, files[path]):

@@ -8,7 +8,7 @@ from django.http import Http404
 
 from memoryhub.interchange import claude_code, meow, mewcode, omp, selectors, services
 from memoryhub.interchange.archive import OutFile, Tree
-from memoryhub.interchange.bundle import FormatError
+from memoryhub.interchange.bundle import FormatError, ImportFailed, problem
 from projects.selectors import ProjectAccess
 
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (mewcode, claude_code, meow, omp)}
@@ -37,18 +37,14 @@ def interchange_import(
     module = format_module(format)
     try:
         bundle = module.read(tree)
-    except FormatError as exc:
-        raise services.format_errors(exc) from None
+    except FormatError as exc:  # a problem that stops the reader: nothing more to find
+        raise ImportFailed([exc.as_error()]) from None
+    if bundle.errors:
+        raise ImportFailed(bundle.errors)
     if bundle.empty:
-        raise services.ImportFailed(
-            [
-                {
-                    "file": "",
-                    "line": None,
-                    "message": f"found nothing to import as {format}; expected "
-                    + DESCRIPTIONS[format].split(": ", 1)[1],
-                }
-            ]
+        expected = DESCRIPTIONS[format].split(": ", 1)[1]
+        raise ImportFailed(
+            [problem("", None, f"found nothing to import as {format}; expected {expected}")]
         )
     return services.bundle_import(access=access, bundle=bundle, dry_run=dry_run)
 

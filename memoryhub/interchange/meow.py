@@ -34,6 +34,8 @@ from memoryhub.interchange.bundle import (
     ImportedMemory,
     Snapshot,
     SnapshotMemory,
+    collecting,
+    problem,
 )
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.services import MemoryInput
@@ -185,11 +187,13 @@ def read(tree: Tree) -> Bundle:
                     for row in connection.execute(
                         f"SELECT * FROM {level} ORDER BY created_at, id"  # noqa: S608 - fixed names
                     ):
-                        bundle.memories.append(_row(level, row, member.path))
+                        with collecting(bundle.errors):  # every bad row is listed
+                            bundle.memories.append(_row(level, row, member.path))
             finally:
                 connection.close()
         except sqlite3.DatabaseError as exc:
-            raise FormatError(member.path, None, f"not a readable SQLite database: {exc}") from None
+            note = f"not a readable SQLite database: {exc}"
+            bundle.errors.append(problem(member.path, None, note))
     return bundle
 
 

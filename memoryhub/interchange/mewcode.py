@@ -21,16 +21,17 @@ from __future__ import annotations
 import json
 import posixpath
 from datetime import datetime
+from typing import Any
 
 from memoryhub.interchange import common
 from memoryhub.interchange.archive import OutFile, Tree
 from memoryhub.interchange.bundle import (
     Bundle,
-    FormatError,
     ImportedMemory,
     ImportedRecallFile,
     ImportedSession,
     Snapshot,
+    problem,
 )
 from memoryhub.memories.kinds import Kind, Scope, resolve_kind
 from memoryhub.memories.services import MemoryInput
@@ -76,29 +77,31 @@ def _category(header: str) -> str | None:
     return resolve_kind(header)
 
 
-def parse_memories(text: str, file: str, mtime: datetime | None) -> list[ImportedMemory]:
-    """The `- ` lines of a memories.md under their ### categories."""
+def parse_memories(
+    text: str, file: str, mtime: datetime | None, errors: list[dict[str, Any]]
+) -> list[ImportedMemory]:
+    """The `- ` lines of a memories.md under their ### categories; problems go to `errors`."""
     memories: list[ImportedMemory] = []
     kind: str | None = None
+    unknown = False  # under a header already reported: its lines are not problems of their own
     for lineno, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if line.startswith("### "):
             kind = _category(line[4:].strip())
-            if kind is None:
-                raise FormatError(
-                    file,
-                    lineno,
-                    f"unknown category {line[4:].strip()!r}; expected one of "
-                    + ", ".join(h for h, _, _ in CATEGORIES),
-                )
+            unknown = kind is None
+            if unknown:
+                expected = ", ".join(h for h, _, _ in CATEGORIES)
+                note = f"unknown category {line[4:].strip()!r}; expected one of {expected}"
+                errors.append(problem(file, lineno, note))
             continue
         if not stripped.startswith("- "):
             continue  # MewCode keeps only bullets; anything else is commentary
         content = stripped[2:].strip()
-        if content in PLACEHOLDERS:
+        if content in PLACEHOLDERS or unknown:
             continue
         if kind is None:
-            raise FormatError(file, lineno, "a memory line before any '### category' header")
+            errors.append(problem(file, lineno, "a memory line before any '### category' header"))
+            continue
         memories.append(
             ImportedMemory(
                 data=MemoryInput(content=content, kind=kind, created_at=mtime, updated_at=mtime),
@@ -128,25 +131,28 @@ def read(tree: Tree) -> Bundle:
         memories = tree.get(f"{directory}/{MEMORIES}")
         if memories is None and directory == PROJECT_DIR:
             memories = tree.get(MEMORIES)  # a memories.md uploaded on its own
-        if memories is not None:
-            bundle.memories += parse_memories(memories.read_text(), memories.path, memories.mtime)
+        text = common.text_of(memories, bundle.errors) if memories is not None else None
+        if memories is not None and text is not None:
+            bundle.memories += parse_memories(text, memories.path, memories.mtime, bundle.errors)
         for member in tree.under(f"{directory}/{RECALL_DIR}"):
             relative = member.path[len(f"{directory}/{RECALL_DIR}/") :]
             if not member.path.endswith(".md"):
                 bundle.warnings.append(f"{member.path}: not a .md file; skipped")
                 continue
-            bundle.recall_files.append(
-                ImportedRecallFile(scope, relative, member.read_text(), member.mtime, member.path)
-            )
+            text = common.text_of(member, bundle.errors)
+            if text is not None:
+                bundle.recall_files.append(
+                    ImportedRecallFile(scope, relative, text, member.mtime, member.path)
+                )
     roots = [p for p in ROOT_FILES if p in tree]
     # The user's file includes project files too (resolved against the project root).
     user_file = tree.get(f"{HOME}/MEWCODE.md")
     included, warnings = common.include_closure(
-        tree, [*roots, *([user_file.path] if user_file else [])], _includes
+        tree, [*roots, *([user_file.path] if user_file else [])], _includes, errors=bundle.errors
     )
     bundle.warnings += warnings
     bundle.instructions = {p: t for p, t in included.items() if not p.startswith(f"{HOME}/")}
-    if user_file is not None:
+    if user_file is not None and user_file.path in included:
         bundle.user_instructions = included[user_file.path]
     bundle.mtimes = common.mtimes(
         tree, bundle.instructions, user_file=user_file.path if user_file else ""
@@ -157,13 +163,15 @@ def read(tree: Tree) -> Bundle:
         stem = member.path[: -len(".jsonl")]
         meta_member = tree.get(f"{stem}.meta")
         meta = meta_member.read_bytes() if meta_member else None
-        external_id = posixpath.basename(stem)
+        session = ImportedSession(posixpath.basename(stem), member.path, member, meta)
         if meta is not None:
             try:
-                external_id = parse_mewcode_meta(meta).id
+                parsed = parse_mewcode_meta(meta)
             except TranscriptFormatError as exc:
-                raise FormatError(f"{stem}.meta", None, exc.reason) from None
-        bundle.sessions.append(ImportedSession(external_id, member.path, member, meta))
+                bundle.errors.append(problem(f"{stem}.meta", None, exc.reason))
+                continue
+            session.external_id, session.last_active = parsed.id, parsed.last_active
+        bundle.sessions.append(session)
     return bundle
 
 

@@ -4,8 +4,9 @@ Layout of an upload or export — the memory root, <agentDir>/memories/--<cwd>--
 
     MEMORY.md, memory_summary.md          stage 2's documents
     skills/<name>/SKILL.md                skills, with scripts/, templates/, examples/ beside
-    raw_memories.md                       "# Raw Memories", then "## <thread id>",
-                                          "updated_at: <seconds>", a blank line, the raw memory
+    raw_memories.md                       "# Raw Memories", a blank line, then per thread
+                                          "## <thread id>", "updated_at: <seconds>", the raw
+                                          memory, the threads apart by a blank line
     rollout_summaries/<thread>[-<slug>].md  "thread_id: …", "updated_at: …", blank, the summary
     learned.md                            `- lesson` or `- lesson _(context: …)_`, newest first
 
@@ -20,15 +21,18 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 from memoryhub.interchange import common
-from memoryhub.interchange.archive import OutFile, Tree
+from memoryhub.interchange.archive import Member, OutFile, Tree
 from memoryhub.interchange.bundle import (
     Bundle,
     FormatError,
     ImportedMemory,
     ImportedRollout,
     Snapshot,
+    collecting,
+    problem,
 )
 from memoryhub.memories import artifacts
 from memoryhub.memories.kinds import Kind
@@ -55,33 +59,48 @@ def _seconds(value: str, file: str, line: int) -> datetime:
     return datetime.fromtimestamp(int(value.strip()), tz=UTC)
 
 
-def parse_raw(text: str, file: str) -> list[ImportedRollout]:
+def _starts_thread(lines: list[str], index: int) -> bool:
+    """oh-my-pi starts a thread with "## <thread id>" and "updated_at: …" on the very next
+    line, after the title or a blank line. A raw memory's own headings ("## Task: …") have no
+    such line under them, so they stay in its text."""
+    return (
+        lines[index].startswith("## ")
+        and index + 1 < len(lines)
+        and lines[index + 1].startswith("updated_at:")
+        and (index == 0 or not lines[index - 1].strip())
+    )
+
+
+def parse_raw(text: str, file: str, errors: list[dict[str, Any]]) -> list[ImportedRollout]:
+    """The threads of a raw_memories.md; problems go to `errors`."""
     lines = text.splitlines()
     rollouts: list[ImportedRollout] = []
     current: ImportedRollout | None = None
     body: list[str] = []
-
-    def close() -> None:
-        if current is not None:
-            current.raw_memory = "\n".join(body).strip()
-            rollouts.append(current)
-
-    for lineno, line in enumerate(lines, start=1):
-        if line.startswith("## "):
-            close()
+    stray = False
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if _starts_thread(lines, index):
+            if current is not None:
+                current.raw_memory = "\n".join(body).strip()
             current, body = ImportedRollout(thread_id=line[3:].strip(), file=file), []
+            rollouts.append(current)
             if not current.thread_id:
-                raise FormatError(file, lineno, "a '## ' heading without a thread id")
+                errors.append(problem(file, index + 1, "a '## ' heading without a thread id"))
+            with collecting(errors):
+                current.updated_at = _seconds(lines[index + 1].partition(":")[2], file, index + 2)
+            index += 2
             continue
-        if current is None:
-            if line.strip() not in ("", RAW_HEADER, NO_RAW):
-                raise FormatError(file, lineno, "text before the first '## <thread id>' heading")
-            continue
-        if not body and line.startswith("updated_at:") and current.updated_at is None:
-            current.updated_at = _seconds(line.partition(":")[2], file, lineno)
-            continue
-        body.append(line)
-    close()
+        if current is not None:
+            body.append(line)
+        elif line.strip() not in ("", RAW_HEADER, NO_RAW) and not stray:
+            stray = True  # one note for the lot
+            note = "text before the first thread ('## <thread id>', then 'updated_at: <seconds>')"
+            errors.append(problem(file, index + 1, note))
+        index += 1
+    if current is not None:
+        current.raw_memory = "\n".join(body).strip()
     return rollouts
 
 
@@ -110,6 +129,17 @@ def parse_summary(text: str, file: str, stem: str) -> ImportedRollout:
         updated_at=_seconds(updated[0], file, updated[1]) if updated else None,
         file=file,
     )
+
+
+def _read_summary(member: Member, errors: list[dict[str, Any]]) -> ImportedRollout | None:
+    """A rollout_summaries/ file's rollout, or None with its problem noted in `errors`."""
+    text = common.text_of(member, errors)
+    if text is None:
+        return None
+    stem = member.path[len(SUMMARIES) + 1 : -len(".md")]
+    with collecting(errors):
+        return parse_summary(text, member.path, stem)
+    return None
 
 
 def parse_learned(text: str, file: str, mtime: datetime | None) -> list[ImportedMemory]:
@@ -144,21 +174,25 @@ def read(tree: Tree) -> Bundle:
     for member in tree.under(""):
         path = member.path
         if path in (artifacts.MEMORY_MD, artifacts.MEMORY_SUMMARY) or path.startswith("skills/"):
-            bundle.artifacts[path] = member.read_text()
+            text = common.text_of(member, bundle.errors)
+            if text is not None:
+                bundle.artifacts[path] = text
             if member.mtime is not None:
                 bundle.mtimes[path] = member.mtime
         elif path not in (RAW, LEARNED) and not path.startswith(f"{SUMMARIES}/"):
             bundle.warnings.append(f"{path}: not part of an oh-my-pi memory root; skipped")
     rollouts: dict[str, ImportedRollout] = {}
     raw = tree.get(RAW)
-    if raw is not None:
-        for rollout in parse_raw(raw.read_text(), raw.path):
+    raw_text = common.text_of(raw, bundle.errors) if raw is not None else None
+    if raw is not None and raw_text is not None:
+        for rollout in parse_raw(raw_text, raw.path, bundle.errors):
             rollouts[rollout.thread_id] = rollout
     for member in tree.under(SUMMARIES):
         if not member.path.endswith(".md"):
             continue
-        stem = member.path[len(SUMMARIES) + 1 : -len(".md")]
-        summary = parse_summary(member.read_text(), member.path, stem)
+        summary = _read_summary(member, bundle.errors)
+        if summary is None:
+            continue
         existing = rollouts.setdefault(summary.thread_id, summary)
         if existing is not summary:
             existing.rollout_summary = summary.rollout_summary
@@ -166,8 +200,9 @@ def read(tree: Tree) -> Bundle:
             existing.updated_at = existing.updated_at or summary.updated_at
     bundle.rollouts = list(rollouts.values())
     learned = tree.get(LEARNED)
-    if learned is not None:
-        bundle.memories = parse_learned(learned.read_text(), learned.path, learned.mtime)
+    learned_text = common.text_of(learned, bundle.errors) if learned is not None else None
+    if learned is not None and learned_text is not None:
+        bundle.memories = parse_learned(learned_text, learned.path, learned.mtime)
     return bundle
 
 
@@ -185,10 +220,12 @@ def write(snapshot: Snapshot) -> dict[str, OutFile]:
         path: OutFile(content.encode(), updated_at)
         for path, (content, updated_at) in snapshot.artifacts.items()
     }
-    with_raw = [r for r in snapshot.rollouts if r.raw_memory]
+    with_raw = [r for r in snapshot.rollouts if r.raw_memory.strip()]
     if with_raw:
+        # As oh-my-pi's buildRawMemoriesMarkdown writes it, newest first (ties keep their
+        # order, so an imported root comes back byte for byte).
         blocks = [
-            f"## {r.thread_id}\nupdated_at: {_seconds_of(r.updated_at)}\n\n{r.raw_memory}\n"
+            f"## {r.thread_id}\nupdated_at: {_seconds_of(r.updated_at)}\n{r.raw_memory.strip()}\n"
             for r in sorted(with_raw, key=lambda r: r.updated_at, reverse=True)
         ]
         files[RAW] = OutFile(

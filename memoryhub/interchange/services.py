@@ -40,9 +40,9 @@ from memoryhub.interchange.bundle import (
     IMPORTED,
     USER_INSTRUCTIONS,
     Bundle,
-    FormatError,
     ImportedMemory,
     ImportFailed,
+    problem,
 )
 from memoryhub.memories import artifacts
 from memoryhub.memories import selectors as memory_selectors
@@ -100,10 +100,6 @@ def check_import_role(*, access: ProjectAccess, bundle: Bundle) -> None:
             f"This upload contains {', '.join(shared)}, which need the {Role.MAINTAINER} role "
             f"or higher; you are {access.role}."
         )
-
-
-def _error(file: str, line: int | None, message: str) -> dict[str, Any]:
-    return {"file": file, "line": line, "message": message}
 
 
 def _messages(exc: ValidationError) -> list[str]:
@@ -198,7 +194,7 @@ def _import_memories(
             try:
                 changed = _update_imported(existing, item, actor, provenance)
             except ValidationError as exc:
-                errors.append(_error(item.file, item.line, "; ".join(_messages(exc))))
+                errors.append(problem(item.file, item.line, "; ".join(_messages(exc))))
                 continue
             (result.updated if changed else result.unchanged)["memories"] += 1
             continue
@@ -223,7 +219,7 @@ def _import_memories(
             for index, problems in exc.details["items"].items():
                 item = chunk[int(index)]
                 text = "; ".join(f"{k}: {' '.join(v)}" for k, v in problems.items())
-                errors.append(_error(item.file, item.line, text))
+                errors.append(problem(item.file, item.line, text))
             continue
         result.created["memories"] += len(chunk)
 
@@ -261,7 +257,7 @@ def _import_files(
             )
         except ValidationError as exc:
             for path, messages in getattr(exc, "message_dict", {"": exc.messages}).items():
-                errors.append(_error(where.get(path, path), None, "; ".join(messages)))
+                errors.append(problem(where.get(path, path), None, "; ".join(messages)))
             continue
         result.created["recall_files"] += len(written.created)
         result.updated["recall_files"] += len(written.updated)
@@ -277,7 +273,7 @@ def _import_files(
             )
         except ValidationError as exc:
             for path, messages in getattr(exc, "message_dict", {"": exc.messages}).items():
-                errors.append(_error(path, None, "; ".join(messages)))
+                errors.append(problem(path, None, "; ".join(messages)))
         else:
             result.created["instructions"] += len(tree.created)
             result.updated["instructions"] += len(tree.updated)
@@ -288,7 +284,7 @@ def _import_files(
                 access, actor, bundle.user_instructions, bundle.mtimes.get(USER_INSTRUCTIONS)
             )
         except ValidationError as exc:
-            errors.append(_error("user instruction file", None, "; ".join(_messages(exc))))
+            errors.append(problem("user instruction file", None, "; ".join(_messages(exc))))
         else:
             getattr(result, outcome)["instructions"] += 1
     for path, content in sorted(bundle.artifacts.items()):
@@ -302,7 +298,7 @@ def _import_files(
                 mtime=bundle.mtimes.get(path),
             )
         except ValidationError as exc:
-            errors.append(_error(path, None, "; ".join(_messages(exc))))
+            errors.append(problem(path, None, "; ".join(_messages(exc))))
             continue
         outcome = "created" if before is None else "updated" if changed else "unchanged"
         getattr(result, outcome)["artifacts"] += 1
@@ -318,7 +314,7 @@ def _import_files(
                 generated_at=rollout.updated_at,
             )
         except ValidationError as exc:
-            errors.append(_error(rollout.file, None, "; ".join(_messages(exc))))
+            errors.append(problem(rollout.file, None, "; ".join(_messages(exc))))
             continue
         result.created["rollouts"] += int(changed)
         result.unchanged["rollouts"] += int(not changed)
@@ -362,7 +358,7 @@ def _import_sessions(
             continue
         try:
             with item.transcript.open() as lines:
-                session_services.session_import(
+                session = session_services.session_import(
                     project=access.project,
                     actor=actor,
                     lines=_lines(lines),
@@ -371,12 +367,16 @@ def _import_sessions(
                     external_id=item.external_id,
                 )
         except TranscriptFormatError as exc:
-            errors.append(_error(item.file, exc.line or None, exc.reason))
+            errors.append(problem(item.file, exc.line or None, exc.reason))
             continue
         except ApplicationError as exc:
             line = exc.details.get("line") if isinstance(exc.details, dict) else None
-            errors.append(_error(item.file, line, exc.message))
+            errors.append(problem(item.file, line, exc.message))
             continue
+        if item.last_active is not None:
+            # The source's own time: session_import dates the session by its import.
+            session.last_active_at = item.last_active
+            session.save(update_fields=["last_active_at"])
         result.created["sessions"] += 1
 
 
@@ -423,7 +423,3 @@ def bundle_import(*, access: ProjectAccess, bundle: Bundle, dry_run: bool = Fals
         },
     )
     return result
-
-
-def format_errors(exc: FormatError) -> ImportFailed:
-    return ImportFailed([_error(exc.file, exc.line, exc.reason)])

@@ -126,8 +126,11 @@ def test_a_topic_file_without_a_valid_type_is_refused_with_its_line(
     files["memory/broken.md"] = b"no frontmatter at all\n"
     response = upload(alice_client, "alpha", "claude_code", zip_bytes(files))
     assert response.status_code == 400, response.content
-    [error] = response.json()["error"]["details"]["errors"]
-    assert error["file"] == "memory/broken.md" and error["line"] == 1
+    errors = response.json()["error"]["details"]["errors"]
+    assert [(e["file"], e["line"]) for e in errors] == [
+        ("memory/broken.md", 1),
+        ("memory/user_role.md", 4),
+    ]
     assert Memory.objects.count() == 0
 
 

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+
 from rest_framework.test import APIClient
 
 from accounts.actors import Actor
@@ -225,3 +228,22 @@ def test_a_broken_meta_file_is_named(project: Project, alice_client: APIClient) 
     [error] = response.json()["error"]["details"]["errors"]
     assert error["file"] == f".mewcode/sessions/{MEW}.meta"
     assert Memory.objects.count() == 0
+
+
+def test_a_sessions_last_active_time_is_kept_and_round_trips(
+    alice: User, project: Project, alice_client: APIClient
+) -> None:
+    files = tree_files("mewcode")
+    meta_path = f".mewcode/sessions/{MEW}.meta"
+    meta = json.loads(files[meta_path])
+    meta["last_active"] = "2026-11-01T10:00:01Z"
+    files[meta_path] = json.dumps(meta, ensure_ascii=False).encode()
+    assert upload(alice_client, "alpha", "mewcode", zip_bytes(files)).status_code == 201
+    last_active = datetime(2026, 11, 1, 10, 0, 1, tzinfo=UTC)
+    assert AgentSession.objects.get(project=project).last_active_at == last_active
+    exported = download(alice_client, "alpha", "mewcode")
+    written = json.loads(unzip(exported)[meta_path])
+    assert datetime.fromisoformat(written["last_active"]) == last_active
+    project_create(slug="beta", owner=alice, actor=Actor.for_system("test"))
+    assert upload(alice_client, "beta", "mewcode", exported).status_code == 201
+    assert AgentSession.objects.get(project__slug="beta").last_active_at == last_active

@@ -6,8 +6,11 @@ from rest_framework.test import APIClient
 
 from accounts.actors import Actor
 from accounts.models import User
+from memoryhub.interchange import omp
 from memoryhub.memories.models import BankArtifact, Memory
+from memoryhub.pipeline import services as pipeline_services
 from memoryhub.pipeline.models import Stage1Output
+from memoryhub.sessions.models import AgentSession
 from projects.models import Project
 from projects.services import project_create
 from tests.interchange.helpers import (
@@ -96,3 +99,72 @@ def test_importing_artifacts_needs_a_maintainer(project: Project, bob_client: AP
     assert "maintainer" in response.json()["error"]["message"]
     learned_only = {"learned.md": tree_files("omp")["learned.md"]}
     assert upload(bob_client, "alpha", "omp", zip_bytes(learned_only)).status_code == 201
+
+
+# A raw memory as stage 1 writes it: its own "## Task:" headings, one right at the start.
+RAW_WITH_HEADINGS = (
+    "## Task: I prefer dark mode in every editor\n"
+    "- The user prefers dark mode; set it in new editor configs.\n"
+    "\n"
+    "## Task: Release 1.4.0\n"
+    "- Cut releases with `uv build`, never setup.py."
+)
+
+
+def test_a_raw_memorys_own_headings_never_start_a_thread(
+    alice: User, project: Project, alice_client: APIClient
+) -> None:
+    actor = Actor.for_system("test")
+    docs = "## Docs\n- Docs live in docs/."
+    for thread, raw, when in (
+        ("0195b001-thread-prefs", RAW_WITH_HEADINGS, datetime(2026, 3, 15, 9, 0, 0, 9, UTC)),
+        ("0195b002-thread-docs", docs, datetime(2026, 3, 16, 9, 0, tzinfo=UTC)),
+    ):
+        pipeline_services.stage1_output_import(
+            project=project,
+            actor=actor,
+            thread_id=thread,
+            raw_memory=raw,
+            rollout_summary=f"Summary of {thread}.",
+            rollout_slug="prefs",
+            generated_at=when,
+        )
+    exported = download(alice_client, "alpha", "omp")
+    project_create(slug="beta", owner=alice, actor=Actor.for_system("test"))
+    response = upload(alice_client, "beta", "omp", exported)
+    assert response.status_code == 201, response.content
+    assert response.json()["created"]["rollouts"] == 2
+    beta = Project.objects.get(slug="beta")
+    outputs = dict(
+        Stage1Output.objects.filter(project=beta).values_list("session__external_id", "raw_memory")
+    )
+    assert outputs == {
+        "0195b001-thread-prefs": RAW_WITH_HEADINGS,
+        "0195b002-thread-docs": docs,
+    }
+    assert AgentSession.objects.filter(project=beta).count() == 2  # no "Task: …" session
+    assert download(alice_client, "beta", "omp") == exported  # byte for byte, zip and all
+
+
+def test_raw_memories_md_is_written_as_oh_my_pi_writes_it(
+    project: Project, alice_client: APIClient
+) -> None:
+    # oh-my-pi's buildRawMemoriesMarkdown: "# Raw Memories\n\n", then per thread, newest
+    # first, "## <id>\nupdated_at: <seconds>\n<raw memory>\n", the blocks joined by "\n".
+    raw = (
+        b"# Raw Memories\n\n"
+        b"## t-2\nupdated_at: 1773568800\n## Task: dark mode\n- Prefers dark mode.\n"
+        b"\n"
+        b"## t-1\nupdated_at: 1773482400\n# Released 1.4.0\n\n## Task: release\n- uv build.\n"
+    )
+    response = upload(alice_client, "alpha", "omp", zip_bytes({"raw_memories.md": raw}))
+    assert response.status_code == 201, response.content
+    assert response.json()["created"]["rollouts"] == 2
+    assert unzip(download(alice_client, "alpha", "omp"))["raw_memories.md"] == raw
+
+
+def test_a_blank_line_after_updated_at_is_read_too() -> None:
+    # MemoryHub's exports before it matched oh-my-pi's layout left one there.
+    text = "# Raw Memories\n\n## t-1\nupdated_at: 1773482400\n\n## Task: x\n- y\n"
+    [rollout] = omp.parse_raw(text, "raw_memories.md", [])
+    assert (rollout.thread_id, rollout.raw_memory) == ("t-1", "## Task: x\n- y")

@@ -97,7 +97,8 @@ def test_an_unsafe_archive_is_refused_as_a_whole(
     assert reason in error["message"] and "Nothing was imported" in error["message"].replace(
         "nothing", "Nothing"
     )
-    assert error["details"]["file"]
+    [problem] = error["details"]["errors"]
+    assert problem["file"] and problem["line"] is None and reason in problem["message"]
     assert Memory.objects.count() == 0
 
 
