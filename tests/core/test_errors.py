@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import io
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
+
+from accounts.models import User
+from memoryhub.core.log_filters import ClientErrorsWithoutTraceback
+from projects.models import Project
 
 URL = "/api/v1/projects/alpha/memories/"
 
@@ -95,3 +103,35 @@ def test_nul_characters_are_a_clear_400(alice_client: APIClient) -> None:
     assert response.status_code in (201, 400)  # SQLite stores NUL; PostgreSQL refuses it
     if response.status_code == 400:
         assert response.json()["error"]["code"] == "validation_error"
+
+
+@pytest.fixture
+def console_log() -> Iterator[io.StringIO]:
+    """What the console handler (settings.LOGGING) writes, meanwhile."""
+    (handler,) = [
+        h
+        for h in logging.getLogger().handlers
+        if isinstance(h, logging.StreamHandler)
+        and any(isinstance(f, ClientErrorsWithoutTraceback) for f in h.filters)
+    ]
+    stream = io.StringIO()
+    old = handler.setStream(stream)  # type: ignore[attr-defined]
+    try:
+        yield stream
+    finally:
+        handler.setStream(old)  # type: ignore[attr-defined]
+
+
+@pytest.mark.urls("tests.core.boom_urls")
+def test_the_log_keeps_tracebacks_for_server_errors_only(
+    alice: User, bob: User, project: Project, console_log: io.StringIO
+) -> None:
+    client = Client()
+    client.force_login(bob)  # a member: the settings page is for maintainers
+    assert client.get("/p/alpha/settings/").status_code == 403
+    refused = console_log.getvalue()
+    assert "Forbidden" in refused and "/p/alpha/settings/" in refused
+    assert "Traceback" not in refused
+    client.force_login(alice)
+    assert client.get("/api/v1/boom/").status_code == 500
+    assert "Traceback" in console_log.getvalue()

@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import User
 from memoryhub.core.models import AuditEvent
+from memoryhub.llm.models import LlmCall
 from memoryhub.memories.models import Memory
 from memoryhub.pipeline import jobs, services
 from memoryhub.pipeline.models import Job
@@ -165,3 +166,40 @@ def test_list_pages_keep_their_query_count(
         grow(i)
     role_user(Role.MAINTAINER)
     assert counts() == before
+
+
+def test_the_llm_card_counts_what_the_usage_endpoint_counts(
+    alice: User,
+    alice_client: APIClient,
+    project: Project,
+    web_client: Callable[[User], Client],
+) -> None:
+    # Offline work: logged with its estimated tokens, never counted against a budget.
+    LlmCall.objects.create(
+        project=project,
+        purpose="extraction",
+        role="smol",
+        outcome="ok",
+        provider="offline",
+        tokens_in=1200,
+        tokens_out=300,
+    )
+    LlmCall.objects.create(
+        project=project,
+        purpose="consolidation",
+        role="smol",
+        outcome="ok",
+        provider="openai",
+        tokens_in=100,
+        tokens_out=50,
+    )
+    today = alice_client.get("/api/v1/projects/alpha/llm/usage/").json()["today"]
+    assert today["calls"] == 2
+    page = web_client(alice).get(BANK).content.decode()
+    card = page[page.index("LLM today") :]
+    assert '<p class="stat">2</p>' in card
+    assert "calls, 1650 tokens" in card and "no budget" in card
+    project.settings = {"llm": {"daily_token_budget": 10000}}
+    project.save(update_fields=["settings"])
+    card = web_client(alice).get(BANK).content.decode()
+    assert "150 of the 10000-token budget" in card  # the offline call costs nothing
