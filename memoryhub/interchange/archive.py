@@ -213,6 +213,13 @@ class Unpacked:
         with archive:
             infos = archive.infolist()
             _check_count(len(infos), name)
+            # Refused at once when the sizes it declares are too large (a zip bomb says so);
+            # _add still counts what is really unpacked, for archives that lie.
+            declared = 0
+            for info in infos:
+                declared += info.file_size
+                if declared > _limit():
+                    raise too_large(info.filename, "unpacked upload")
             for info in infos:  # refuse the whole archive before unpacking any of it
                 check_member_name(info.filename.rstrip("/") or info.filename)
                 if stat.S_ISLNK(info.external_attr >> 16):

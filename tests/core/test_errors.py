@@ -115,11 +115,11 @@ def console_log() -> Iterator[io.StringIO]:
         and any(isinstance(f, ClientErrorsWithoutTraceback) for f in h.filters)
     ]
     stream = io.StringIO()
-    old = handler.setStream(stream)  # type: ignore[attr-defined]
+    old = handler.setStream(stream)
     try:
         yield stream
     finally:
-        handler.setStream(old)  # type: ignore[attr-defined]
+        handler.setStream(old)
 
 
 @pytest.mark.urls("tests.core.boom_urls")

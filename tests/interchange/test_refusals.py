@@ -184,3 +184,16 @@ def test_a_zip_with_damaged_data_names_the_member(
         data[position] ^= 0x5A
     [problem] = errors_of(upload(alice_client, "alpha", "mewcode", bytes(data)))
     assert problem["file"] == ".mewcode/memories.md" and "zip" in problem["message"]
+
+
+def test_a_zip_declaring_too_much_is_refused_before_anything_is_unpacked(
+    project: Project, alice_client: APIClient, settings: Any
+) -> None:
+    settings.SESSION_IMPORT_MAX_BYTES = 4096
+    data = bytearray(zip_bytes({".mewcode/memories.md": b"### x\n- " + b"a" * 20_000 + b"\n"}))
+    # Damage the compressed data: unpacking it would fail (a 400), so a 413 naming the member
+    # shows the declared size was enough to refuse it, unread.
+    start = data.index(b"memories.md") + len(b"memories.md")
+    data[start + 4 : start + 24] = b"\xff" * 20
+    [problem] = errors_of(upload(alice_client, "alpha", "mewcode", bytes(data)), 413)
+    assert problem["file"] == ".mewcode/memories.md"
