@@ -343,6 +343,11 @@ def session_import(
     if batch:
         flush()
     _finish(session, counters)
+    # The transcript's own last activity, not the time of its import.
+    last_active = mewcode_meta.last_active if mewcode_meta else info.last_timestamp
+    if last_active is not None:
+        session.last_active_at = last_active
+        session.save(update_fields=["last_active_at"])
     title = (mewcode_meta.title if mewcode_meta else "") or info.title
     extra: dict[str, Any] = {"cwd": info.cwd} if info.cwd else {}
     if title or extra or mewcode_meta:

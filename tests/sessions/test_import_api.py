@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models import Max
 from rest_framework.test import APIClient
 
 from memoryhub.core.models import AuditEvent
@@ -28,6 +29,8 @@ def test_it_imports_a_mewcode_session_with_its_meta(alice_client: APIClient) -> 
     assert body["external_id"] == MEW and body["source"] == "mewcode"
     assert body["title"].startswith("把 utils/dates.py")
     assert body["created_at"].startswith("2026-03-14T10:15:02")
+    # The session was last active when the .meta says, not when it was imported.
+    assert body["last_active_at"].startswith("2026-03-14T10:41:37")
     lines = [line for line in (FIXTURES / f"{MEW}.jsonl").read_text().splitlines() if line]
     assert body["record_count"] == SessionRecord.objects.count() == len(lines)
     assert alice_client.get(f"{S}{MEW}/resume/").status_code == 200
@@ -45,6 +48,9 @@ def test_it_imports_a_claude_code_transcript_as_ndjson(alice_client: APIClient) 
     types = list(session.records.order_by("index").values_list("type", flat=True))
     assert "compact_boundary" in types and "tool_result" in types
     assert body["metadata"]["skipped_lines"] > 0
+    # Last active at its last record, not at the import.
+    latest = session.records.aggregate(latest=Max("timestamp"))["latest"]
+    assert latest is not None and session.last_active_at == latest
     again = alice_client.post(S + "import/", raw, content_type="application/x-ndjson")
     assert again.status_code == 409
 
