@@ -7,6 +7,7 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.http import FileResponse
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -58,11 +59,9 @@ class InterchangeFormatsApi(APIView):
         )
 
 
-NO_FILE = "No file was uploaded."
-
-
 def _no_file() -> ImportFailed:
-    return ImportFailed([problem("", None, NO_FILE)], message=NO_FILE)
+    message = gettext("No file was uploaded.")
+    return ImportFailed([problem("", None, message)], message=message)
 
 
 def _spool(source: IO[bytes], into: IO[bytes], filename: str) -> int:
@@ -154,9 +153,8 @@ class InterchangeExportApi(APIView):
         access = _access(request, slug)
         kind = request.query_params.get("archive", "zip")
         if kind not in ARCHIVE_TYPES:
-            raise serializers.ValidationError(
-                {"archive": [f"Use one of {', '.join(ARCHIVE_TYPES)}."]}
-            )
+            message = gettext("Use one of %(values)s.") % {"values": ", ".join(ARCHIVE_TYPES)}
+            raise serializers.ValidationError({"archive": [message]})
         files = formats.interchange_export(access=access, format=fmt)
         # FileResponse closes it once sent.
         out = tempfile.SpooledTemporaryFile(max_size=8 * CHUNK)  # noqa: SIM115

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from memoryhub.core.exceptions import PayloadTooLarge
 from memoryhub.interchange.bundle import FormatError, ImportFailed, problem
@@ -52,10 +53,14 @@ class InvalidArchive(ImportFailed):
         super().__init__([problem(file, None, message)])
 
 
-def too_large(file: str, what: str = "upload") -> PayloadTooLarge:
-    """The 413 of an upload past the import limit, with its problem in the refusals' shape."""
+def too_large(file: str, *, unpacked: bool = False) -> PayloadTooLarge:
+    """The 413 of an upload (or what it unpacks to) past the import limit, with its problem in
+    the refusals' shape."""
     limit = _limit()
-    message = f"The {what} exceeds {limit} bytes."
+    if unpacked:
+        message = gettext("The unpacked upload exceeds %(limit)s bytes.") % {"limit": limit}
+    else:
+        message = gettext("The upload exceeds %(limit)s bytes.") % {"limit": limit}
     return PayloadTooLarge(
         message,
         details={"limit_bytes": limit, "errors": [problem(file, None, message)]},
@@ -70,15 +75,15 @@ def check_member_name(name: str) -> str:
     """The member's path, normalised; InvalidArchive when it could escape the tree."""
     reason = ""
     if not name or "\x00" in name:
-        reason = "an empty name or a NUL character"
+        reason = gettext("the archive member has an empty name or a NUL character")
     elif "\\" in name:
-        reason = "a backslash"
+        reason = gettext("the archive member has a backslash")
     elif name.startswith("/") or _DRIVE.match(name):
-        reason = "an absolute path"
+        reason = gettext("the archive member has an absolute path")
     elif ".." in name.split("/"):
-        reason = "a '..' part"
+        reason = gettext("the archive member has a '..' part")
     if reason:
-        raise InvalidArchive(f"the archive member has {reason}", file=name)
+        raise InvalidArchive(reason, file=name)
     normalized = posixpath.normpath(name)
     return "" if normalized == "." else normalized
 
@@ -99,7 +104,8 @@ class Member:
         try:
             return self.read_bytes().decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise FormatError(self.path, None, f"not valid UTF-8 (at byte {exc.start})") from None
+            message = gettext("not valid UTF-8 (at byte %(byte)s)") % {"byte": exc.start}
+            raise FormatError(self.path, None, message) from None
 
     def open(self) -> IO[bytes]:
         return self.fs_path.open("rb")
@@ -188,16 +194,18 @@ class Unpacked:
         if not path:
             return
         if path in self.members:
-            raise InvalidArchive("the archive member appears twice", file=path)
+            raise InvalidArchive(gettext("the archive member appears twice"), file=path)
         if len(self.members) >= MAX_MEMBERS:
-            raise InvalidArchive(f"the archive has more than {MAX_MEMBERS} files")
+            raise InvalidArchive(
+                gettext("the archive has more than %(max)s files") % {"max": MAX_MEMBERS}
+            )
         target = self._dir / "files" / path
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("wb") as out:
             while chunk := source.read(1 << 20):
                 self._total += len(chunk)
                 if self._total > _limit():
-                    raise too_large(path, "unpacked upload")
+                    raise too_large(path, unpacked=True)
                 out.write(chunk)
         self.members[path] = Member(path, target, mtime)
 
@@ -209,7 +217,8 @@ class Unpacked:
         try:
             archive = zipfile.ZipFile(file)
         except zipfile.BadZipFile as exc:
-            raise InvalidArchive(f"not a readable zip file ({exc})", file=name) from None
+            message = gettext("not a readable zip file (%(error)s)") % {"error": exc}
+            raise InvalidArchive(message, file=name) from None
         with archive:
             infos = archive.infolist()
             _check_count(len(infos), name)
@@ -219,12 +228,12 @@ class Unpacked:
             for info in infos:
                 declared += info.file_size
                 if declared > _limit():
-                    raise too_large(info.filename, "unpacked upload")
+                    raise too_large(info.filename, unpacked=True)
             for info in infos:  # refuse the whole archive before unpacking any of it
                 check_member_name(info.filename.rstrip("/") or info.filename)
                 if stat.S_ISLNK(info.external_attr >> 16):
                     raise InvalidArchive(
-                        "the archive member is a symbolic link; links are not accepted",
+                        gettext("the archive member is a symbolic link; links are not accepted"),
                         file=info.filename,
                     )
             for info in infos:
@@ -234,30 +243,36 @@ class Unpacked:
                     with archive.open(info) as source:
                         self._add(info.filename, source, _zip_mtime(info))
                 except _ZIP_READ_ERRORS as exc:
-                    raise InvalidArchive(
-                        f"cannot read the member from the zip ({exc})", file=info.filename
-                    ) from None
+                    message = gettext("cannot read the member from the zip (%(error)s)")
+                    raise InvalidArchive(message % {"error": exc}, file=info.filename) from None
 
     def untar(self, file: IO[bytes], name: str = "") -> None:
         try:
             archive = tarfile.open(fileobj=file, mode="r:*")  # noqa: SIM115 - `with` below
         except tarfile.TarError as exc:
-            raise InvalidArchive(f"not a readable tar file ({exc})", file=name) from None
+            message = gettext("not a readable tar file (%(error)s)") % {"error": exc}
+            raise InvalidArchive(message, file=name) from None
         with archive:
             try:
                 members = archive.getmembers()
             except (tarfile.TarError, EOFError, OSError) as exc:
-                raise InvalidArchive(f"the tar file is damaged ({exc})", file=name) from None
+                message = gettext("the tar file is damaged (%(error)s)") % {"error": exc}
+                raise InvalidArchive(message, file=name) from None
             _check_count(len(members), name)
             for info in members:
                 check_member_name(info.name.rstrip("/") or info.name)
                 if not (info.isfile() or info.isdir()):
-                    kind = "symbolic link" if info.issym() else "link or special file"
-                    raise InvalidArchive(
-                        f"the archive member is a {kind}; only regular files and directories "
-                        "are accepted",
-                        file=info.name,
-                    )
+                    if info.issym():
+                        message = gettext(
+                            "the archive member is a symbolic link; only regular files and "
+                            "directories are accepted"
+                        )
+                    else:
+                        message = gettext(
+                            "the archive member is a link or special file; only regular files "
+                            "and directories are accepted"
+                        )
+                    raise InvalidArchive(message, file=info.name)
             for info in members:
                 if not info.isfile():
                     continue
@@ -270,9 +285,8 @@ class Unpacked:
 
 def _check_count(count: int, name: str) -> None:
     if count > MAX_MEMBERS:
-        raise InvalidArchive(
-            f"the archive has {count} entries; at most {MAX_MEMBERS} are read", file=name
-        )
+        message = gettext("the archive has %(count)s entries; at most %(max)s are read")
+        raise InvalidArchive(message % {"count": count, "max": MAX_MEMBERS}, file=name)
 
 
 def _zip_mtime(info: zipfile.ZipInfo) -> datetime:
@@ -295,7 +309,7 @@ def unpack_upload(file: IO[bytes], *, filename: str, mtime: datetime | None = No
     head = file.read(512)
     file.seek(0)
     if not head:
-        raise InvalidArchive("the upload is empty", file=filename)
+        raise InvalidArchive(gettext("the upload is empty"), file=filename)
     kind = sniff(head)
     unpacked = Unpacked()
     try:
@@ -323,7 +337,8 @@ def read_directory(root: Path) -> Tree:
             full = Path(dirpath) / name
             if full.is_symlink():
                 rel = full.relative_to(root).as_posix()
-                raise InvalidArchive("a symbolic link; links are not accepted", file=rel)
+                message = gettext("a symbolic link; links are not accepted")
+                raise InvalidArchive(message, file=rel)
         for name in filenames:
             full = Path(dirpath) / name
             rel = full.relative_to(root).as_posix()
@@ -393,7 +408,8 @@ def unpack_files(files: Sequence[tuple[IO[bytes], str, datetime | None]]) -> Unp
             source.seek(0)
             if sniff(head) in ("zip", "tar"):
                 raise InvalidArchive(
-                    "an archive: upload one archive on its own, or plain files", file=name
+                    gettext("an archive: upload one archive on its own, or plain files"),
+                    file=name,
                 )
             unpacked.add_file(posixpath.basename(name.replace("\\", "/")), source, mtime)
     except BaseException:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.utils.translation import gettext, ngettext
+
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.memories.services import MemoryInput
 
@@ -62,14 +64,20 @@ class ImportFailed(ApplicationError):
     code = "validation_error"
 
     def __init__(self, errors: list[dict[str, Any]], message: str = "") -> None:
-        first = errors[0]
-        where = first["file"] + (f":{first['line']}" if first.get("line") else "")
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        super().__init__(
-            message
-            or f"Nothing was imported: {where + ': ' if where else ''}{first['message']}{more}",
-            details={"errors": errors},
-        )
+        if not message:
+            first = errors[0]
+            where = first["file"] + (f":{first['line']}" if first.get("line") else "")
+            text = f"{where}: {first['message']}" if where else str(first["message"])
+            more = len(errors) - 1
+            if more:
+                message = ngettext(
+                    "Nothing was imported: %(problem)s (and %(n)d more)",
+                    "Nothing was imported: %(problem)s (and %(n)d more)",
+                    more,
+                ) % {"problem": text, "n": more}
+            else:
+                message = gettext("Nothing was imported: %(problem)s") % {"problem": text}
+        super().__init__(message, details={"errors": errors})
 
 
 @dataclass

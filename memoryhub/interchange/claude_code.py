@@ -24,6 +24,8 @@ import posixpath
 import re
 from typing import Any
 
+from django.utils.translation import gettext
+
 from memoryhub.interchange import common
 from memoryhub.interchange.archive import OutFile, Tree
 from memoryhub.interchange.bundle import (
@@ -96,12 +98,16 @@ def parse_topic(
     type_value, type_line = fields.get("type", ("", 1))
     kind = type_value
     if type_value not in TYPES:
-        note = f"type must be one of {', '.join(TYPES)}; got {type_value!r}"
+        note = gettext("type must be one of %(types)s; got %(value)s") % {
+            "types": ", ".join(TYPES),
+            "value": repr(type_value),
+        }
         errors.append(problem(file, type_line, note))
     if "kind" in fields:
         resolved = resolve_kind(fields["kind"][0])
         if resolved is None:
-            errors.append(problem(file, fields["kind"][1], f"unknown kind {fields['kind'][0]!r}"))
+            note = gettext("unknown kind %(kind)s") % {"kind": repr(fields["kind"][0])}
+            errors.append(problem(file, fields["kind"][1], note))
         kind = resolved or kind
     importance = 1
     if "importance" in fields:
@@ -109,7 +115,9 @@ def parse_topic(
         if value.isdigit() and int(value) >= 1:
             importance = int(value)
         else:
-            note = f"importance must be a whole number ≥ 1; got {value!r}"
+            note = gettext("importance must be a whole number ≥ 1; got %(value)s") % {
+                "value": repr(value)
+            }
             errors.append(problem(file, line, note))
     if len(errors) > found:
         return None
@@ -159,7 +167,10 @@ def read(tree: Tree) -> Bundle:
             match = _INDEX_LINE.match(line)
             if match and match.group("file") not in listed:
                 missing = match.group("file")
-                bundle.warnings.append(f"{index.path}:{lineno}: lists {missing}, not uploaded")
+                note = gettext("%(file)s:%(line)s: lists %(missing)s, not uploaded")
+                bundle.warnings.append(
+                    note % {"file": index.path, "line": lineno, "missing": missing}
+                )
     if directory:
         # A zip of ~/.claude/projects/<slug>/ also holds the project's transcripts.
         for member in tree.under(""):

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from django.utils.translation import gettext
+
 from memoryhub.interchange.archive import Member, Tree
 from memoryhub.interchange.bundle import USER_INSTRUCTIONS, FormatError, collecting
 
@@ -21,7 +23,8 @@ def split_frontmatter(text: str, file: str) -> tuple[dict[str, tuple[str, int]],
     first colon, matching quotes stripped (MewCode's and Claude Code's reading)."""
     match = FRONTMATTER.match(text)
     if match is None:
-        raise FormatError(file, 1, "expected '---' frontmatter with name, description and type")
+        message = gettext("expected '---' frontmatter with name, description and type")
+        raise FormatError(file, 1, message)
     fields: dict[str, tuple[str, int]] = {}
     for offset, line in enumerate(match.group(1).split("\n"), start=2):
         key, colon, value = line.partition(":")
@@ -106,7 +109,8 @@ def include_closure(
             if target in tree:
                 frontier.append((target, depth + 1))
             else:
-                warnings.append(f"{path}: includes {target}, which is not in the upload")
+                message = gettext("%(path)s: includes %(target)s, which is not in the upload")
+                warnings.append(message % {"path": path, "target": target})
     return files, warnings
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from django.http import Http404
+from django.utils.translation import gettext
 
 from memoryhub.interchange import claude_code, meow, mewcode, omp, selectors, services
 from memoryhub.interchange.archive import OutFile, Tree
@@ -25,7 +26,8 @@ DESCRIPTIONS = {
 def format_module(name: str) -> ModuleType:
     module = FORMATS.get(name)
     if module is None:
-        raise Http404(f"Unknown format {name!r}; use one of {', '.join(FORMATS)}.")
+        message = gettext("Unknown format %(name)s; use one of %(formats)s.")
+        raise Http404(message % {"name": repr(name), "formats": ", ".join(FORMATS)})
     return module
 
 
@@ -43,9 +45,8 @@ def interchange_import(
         raise ImportFailed(bundle.errors)
     if bundle.empty:
         expected = DESCRIPTIONS[format].split(": ", 1)[1]
-        raise ImportFailed(
-            [problem("", None, f"found nothing to import as {format}; expected {expected}")]
-        )
+        message = gettext("found nothing to import as %(format)s; expected %(expected)s")
+        raise ImportFailed([problem("", None, message % {"format": format, "expected": expected})])
     return services.bundle_import(access=access, bundle=bundle, dry_run=dry_run)
 
 

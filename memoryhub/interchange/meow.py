@@ -27,6 +27,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext
+
 from memoryhub.interchange.archive import OutFile, Tree
 from memoryhub.interchange.bundle import (
     Bundle,
@@ -91,7 +93,8 @@ _LEVEL_OF_KIND: dict[str, str] = {kind: level for level, kind in _KIND_OF_LEVEL.
 
 def _ms(value: Any, where: str, column: str) -> datetime:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise FormatError(where, None, f"{column} must be epoch milliseconds; got {value!r}")
+        message = gettext("%(column)s must be epoch milliseconds; got %(value)s")
+        raise FormatError(where, None, message % {"column": column, "value": repr(value)})
     return _EPOCH + timedelta(milliseconds=value)
 
 
@@ -108,15 +111,18 @@ def _row(level: str, row: sqlite3.Row, file: str) -> ImportedMemory:
     try:
         keywords = json.loads(keywords_raw or "[]")
     except (json.JSONDecodeError, TypeError):
-        raise FormatError(where, None, f"keywords is not a JSON array: {keywords_raw!r}") from None
+        message = gettext("keywords is not a JSON array: %(value)s")
+        raise FormatError(where, None, message % {"value": repr(keywords_raw)}) from None
     if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
-        raise FormatError(where, None, "keywords must be a JSON array of strings")
+        raise FormatError(where, None, gettext("keywords must be a JSON array of strings"))
     status = row["status"] or "active"
     if status not in STATUSES:
-        raise FormatError(where, None, f"status must be one of {', '.join(STATUSES)}")
+        message = gettext("status must be one of %(values)s")
+        raise FormatError(where, None, message % {"values": ", ".join(STATUSES)})
     importance = row["importance"]
     if not isinstance(importance, int) or importance < 1:
-        raise FormatError(where, None, f"importance must be a whole number ≥ 1; got {importance!r}")
+        message = gettext("importance must be a whole number ≥ 1; got %(value)s")
+        raise FormatError(where, None, message % {"value": repr(importance)})
     kind = _KIND_OF_LEVEL[level]
     meta: dict[str, Any] = {}
     if "project" in columns:
@@ -132,9 +138,8 @@ def _row(level: str, row: sqlite3.Row, file: str) -> ImportedMemory:
     if level == "project" and row["subcategory"]:
         subcategory = row["subcategory"]
         if subcategory not in Subcategory.values:
-            raise FormatError(
-                where, None, f"subcategory must be one of {', '.join(Subcategory.values)}"
-            )
+            message = gettext("subcategory must be one of %(values)s")
+            raise FormatError(where, None, message % {"values": ", ".join(Subcategory.values)})
     return ImportedMemory(
         data=MemoryInput(
             content=row["content"] or "",
@@ -159,7 +164,7 @@ def read(tree: Tree) -> Bundle:
     tree = tree.rooted(MARKERS)
     member = next((tree.get(p) for p in MARKERS if p in tree), None)
     if member is None:
-        raise FormatError(DB_PATH, None, "no memory.db in the upload")
+        raise FormatError(DB_PATH, None, gettext("no memory.db in the upload"))
     bundle = Bundle(format=NAME)
     with tempfile.TemporaryDirectory(prefix="mh-meow-") as scratch:
         # A private copy (with its WAL, if uploaded): reading never touches the user's file.
@@ -180,9 +185,8 @@ def read(tree: Tree) -> Bundle:
                 }
                 levels = [level for level in LEVELS if level in tables]
                 if not levels:
-                    raise FormatError(
-                        member.path, None, "no meow-memory level tables (soul, user, project, …)"
-                    )
+                    message = gettext("no meow-memory level tables (soul, user, project, …)")
+                    raise FormatError(member.path, None, message)
                 for level in levels:
                     for row in connection.execute(
                         f"SELECT * FROM {level} ORDER BY created_at, id"  # noqa: S608 - fixed names
@@ -192,7 +196,7 @@ def read(tree: Tree) -> Bundle:
             finally:
                 connection.close()
         except sqlite3.DatabaseError as exc:
-            note = f"not a readable SQLite database: {exc}"
+            note = gettext("not a readable SQLite database: %(error)s") % {"error": exc}
             bundle.errors.append(problem(member.path, None, note))
     return bundle
 

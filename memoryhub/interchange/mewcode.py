@@ -23,6 +23,8 @@ import posixpath
 from datetime import datetime
 from typing import Any
 
+from django.utils.translation import gettext
+
 from memoryhub.interchange import common
 from memoryhub.interchange.archive import OutFile, Tree
 from memoryhub.interchange.bundle import (
@@ -91,7 +93,10 @@ def parse_memories(
             unknown = kind is None
             if unknown:
                 expected = ", ".join(h for h, _, _ in CATEGORIES)
-                note = f"unknown category {line[4:].strip()!r}; expected one of {expected}"
+                note = gettext("unknown category %(name)s; expected one of %(expected)s") % {
+                    "name": repr(line[4:].strip()),
+                    "expected": expected,
+                }
                 errors.append(problem(file, lineno, note))
             continue
         if not stripped.startswith("- "):
@@ -100,7 +105,8 @@ def parse_memories(
         if content in PLACEHOLDERS or unknown:
             continue
         if kind is None:
-            errors.append(problem(file, lineno, "a memory line before any '### category' header"))
+            note = gettext("a memory line before any '### category' header")
+            errors.append(problem(file, lineno, note))
             continue
         memories.append(
             ImportedMemory(
@@ -137,7 +143,8 @@ def read(tree: Tree) -> Bundle:
         for member in tree.under(f"{directory}/{RECALL_DIR}"):
             relative = member.path[len(f"{directory}/{RECALL_DIR}/") :]
             if not member.path.endswith(".md"):
-                bundle.warnings.append(f"{member.path}: not a .md file; skipped")
+                note = gettext("%(file)s: not a .md file; skipped") % {"file": member.path}
+                bundle.warnings.append(note)
                 continue
             text = common.text_of(member, bundle.errors)
             if text is not None:

@@ -23,6 +23,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from django.utils.translation import gettext
+
 from memoryhub.interchange import common
 from memoryhub.interchange.archive import Member, OutFile, Tree
 from memoryhub.interchange.bundle import (
@@ -55,7 +57,8 @@ _SLUG_JUNK = re.compile(r"[^a-z0-9]+")
 
 def _seconds(value: str, file: str, line: int) -> datetime:
     if not value.strip().isdigit():
-        raise FormatError(file, line, f"updated_at must be epoch seconds; got {value!r}")
+        message = gettext("updated_at must be epoch seconds; got %(value)s")
+        raise FormatError(file, line, message % {"value": repr(value)})
     return datetime.fromtimestamp(int(value.strip()), tz=UTC)
 
 
@@ -87,7 +90,8 @@ def parse_raw(text: str, file: str, errors: list[dict[str, Any]]) -> list[Import
             current, body = ImportedRollout(thread_id=line[3:].strip(), file=file), []
             rollouts.append(current)
             if not current.thread_id:
-                errors.append(problem(file, index + 1, "a '## ' heading without a thread id"))
+                note = gettext("a '## ' heading without a thread id")
+                errors.append(problem(file, index + 1, note))
             with collecting(errors):
                 current.updated_at = _seconds(lines[index + 1].partition(":")[2], file, index + 2)
             index += 2
@@ -96,7 +100,9 @@ def parse_raw(text: str, file: str, errors: list[dict[str, Any]]) -> list[Import
             body.append(line)
         elif line.strip() not in ("", RAW_HEADER, NO_RAW) and not stray:
             stray = True  # one note for the lot
-            note = "text before the first thread ('## <thread id>', then 'updated_at: <seconds>')"
+            note = gettext(
+                "text before the first thread ('## <thread id>', then 'updated_at: <seconds>')"
+            )
             errors.append(problem(file, index + 1, note))
         index += 1
     if current is not None:
@@ -113,12 +119,13 @@ def parse_summary(text: str, file: str, stem: str) -> ImportedRollout:
             break
         key, colon, value = line.partition(":")
         if not colon:
-            raise FormatError(file, position + 1, "expected 'thread_id: …' and 'updated_at: …'")
+            message = gettext("expected 'thread_id: …' and 'updated_at: …'")
+            raise FormatError(file, position + 1, message)
         header[key.strip()] = (value.strip(), position + 1)
     else:
         position = len(lines)
     if not header.get("thread_id", ("", 0))[0]:
-        raise FormatError(file, 1, "the first line must be 'thread_id: <id>'")
+        raise FormatError(file, 1, gettext("the first line must be 'thread_id: <id>'"))
     thread_id = header["thread_id"][0]
     slug = stem[len(thread_id) + 1 :] if stem.startswith(thread_id + "-") else ""
     updated = header.get("updated_at")
@@ -180,7 +187,8 @@ def read(tree: Tree) -> Bundle:
             if member.mtime is not None:
                 bundle.mtimes[path] = member.mtime
         elif path not in (RAW, LEARNED) and not path.startswith(f"{SUMMARIES}/"):
-            bundle.warnings.append(f"{path}: not part of an oh-my-pi memory root; skipped")
+            note = gettext("%(file)s: not part of an oh-my-pi memory root; skipped")
+            bundle.warnings.append(note % {"file": path})
     rollouts: dict[str, ImportedRollout] = {}
     raw = tree.get(RAW)
     raw_text = common.text_of(raw, bundle.errors) if raw is not None else None

@@ -30,6 +30,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404
+from django.utils.translation import gettext
 
 from accounts.actors import Actor
 from memoryhub.core import redaction
@@ -83,23 +84,30 @@ def check_import_role(*, access: ProjectAccess, bundle: Bundle) -> None:
     """Members import; project instruction files, artifacts and rollouts need a maintainer
     (the artifacts' own rule, and the one we keep for a project's shared instructions)."""
     if not access.at_least(Role.MEMBER):
-        raise PermissionDenied(
-            f"Importing needs the {Role.MEMBER} role or higher; you are {access.role}."
-        )
+        message = gettext("Importing needs the %(role)s role or higher; you are %(current)s.")
+        raise PermissionDenied(message % _roles(Role.MEMBER, access.role))
     shared = [
         name
         for name, present in (
-            ("project instruction files", bundle.instructions),
-            ("bank artifacts", bundle.artifacts),
-            ("rollouts", bundle.rollouts),
+            (gettext("project instruction files"), bundle.instructions),
+            (gettext("bank artifacts"), bundle.artifacts),
+            (gettext("rollouts"), bundle.rollouts),
         )
         if present
     ]
     if shared and not access.at_least(Role.MAINTAINER):
-        raise PermissionDenied(
-            f"This upload contains {', '.join(shared)}, which need the {Role.MAINTAINER} role "
-            f"or higher; you are {access.role}."
+        message = gettext(
+            "This upload contains %(parts)s, which need the %(role)s role or higher; "
+            "you are %(current)s."
         )
+        raise PermissionDenied(
+            message % {"parts": ", ".join(shared), **_roles(Role.MAINTAINER, access.role)}
+        )
+
+
+def _roles(needed: str, current: str) -> dict[str, str]:
+    """Role names as the dashboard's role labels have them (the same catalogue entries)."""
+    return {"role": gettext(str(needed)), "current": gettext(str(current))}
 
 
 def _messages(exc: ValidationError) -> list[str]:
@@ -284,7 +292,8 @@ def _import_files(
                 access, actor, bundle.user_instructions, bundle.mtimes.get(USER_INSTRUCTIONS)
             )
         except ValidationError as exc:
-            errors.append(problem("user instruction file", None, "; ".join(_messages(exc))))
+            file = gettext("user instruction file")
+            errors.append(problem(file, None, "; ".join(_messages(exc))))
         else:
             getattr(result, outcome)["instructions"] += 1
     for path, content in sorted(bundle.artifacts.items()):
@@ -325,7 +334,7 @@ def _user_instructions_put(
 ) -> str:
     """Write the caller's own instruction file: "created", "updated" or "unchanged"."""
     if access.actor.user is None:
-        raise ValidationError("A user instruction file needs a person behind the request.")
+        raise ValidationError(gettext("A user instruction file needs a person behind the request."))
     try:
         before: str | None = recall_selectors.user_instruction_file_get(access=access).content
     except Http404:

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
+from memoryhub.web.templatetags.web_tags import KIND_NAMES, SUBCATEGORIES
 
 SORTS = {
     "updated": ("-updated_at", _("Recently updated")),
@@ -36,8 +37,10 @@ STATUS_CHOICES = [
 ]
 
 
-# Kinds by their stored name: short, and the same word the API and the agents use.
-KIND_CHOICES: list[tuple[str, Any]] = [(kind, kind) for kind in Kind.values]
+# Kinds by their stored name: short, and the same word the API and the agents use (translated
+# on pages in another language).
+KIND_CHOICES: list[tuple[str, Any]] = [(kind, KIND_NAMES[kind]) for kind in Kind.values]
+SUBCATEGORY_CHOICES: list[tuple[str, Any]] = [(s, SUBCATEGORIES[s]) for s in Subcategory.values]
 
 
 def _blank(label: Any) -> list[tuple[str, Any]]:
@@ -61,7 +64,7 @@ class MemoryFilterForm(forms.Form):
     owner = forms.CharField(required=False, max_length=150, label=_("Author"))
     subcategory = forms.ChoiceField(
         required=False,
-        choices=_blank(_("Any subcategory")) + Subcategory.choices,
+        choices=_blank(_("Any subcategory")) + SUBCATEGORY_CHOICES,
         label=_("Subcategory"),
     )
     age = forms.ChoiceField(
@@ -74,8 +77,12 @@ class MemoryFilterForm(forms.Form):
         choices=[(k, label) for k, (_f, label) in SORTS.items()],
         label=_("Sort"),
     )
-    cursor = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
-    page = forms.IntegerField(required=False, min_value=1, max_value=20, widget=forms.HiddenInput)
+    cursor = forms.CharField(
+        required=False, max_length=200, widget=forms.HiddenInput, label=_("Page")
+    )
+    page = forms.IntegerField(
+        required=False, min_value=1, max_value=20, widget=forms.HiddenInput, label=_("Page")
+    )
 
 
 def split_keywords(value: str) -> list[str]:
@@ -88,7 +95,7 @@ class MemoryEditForm(forms.Form):
     keywords = forms.CharField(required=False, label=_("Keywords"), help_text=_("Comma-separated."))
     kind = forms.ChoiceField(choices=KIND_CHOICES, label=_("Kind"))
     subcategory = forms.ChoiceField(
-        required=False, choices=_blank("—") + Subcategory.choices, label=_("Subcategory")
+        required=False, choices=_blank("—") + SUBCATEGORY_CHOICES, label=_("Subcategory")
     )
     goal = forms.CharField(required=False, max_length=500, label=_("Goal"))
     importance = forms.IntegerField(min_value=1, max_value=32767, label=_("Importance"))

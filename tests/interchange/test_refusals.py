@@ -197,3 +197,46 @@ def test_a_zip_declaring_too_much_is_refused_before_anything_is_unpacked(
     data[start + 4 : start + 24] = b"\xff" * 20
     [problem] = errors_of(upload(alice_client, "alpha", "mewcode", bytes(data)), 413)
     assert problem["file"] == ".mewcode/memories.md"
+
+
+def test_refusals_follow_the_requests_language(project: Project, alice_client: APIClient) -> None:
+    """Accept-Language, as DRF's own messages do; the shape and the file names do not change."""
+    zh = {"Accept-Language": "zh-CN,zh;q=0.9"}
+    url = import_url("alpha", "mewcode")
+    [problem] = errors_of(alice_client.post(url, headers=zh))
+    assert problem == {"file": "", "line": None, "message": "没有上传文件。"}
+    files = {
+        ".mewcode/memory/notes.md": b"\xff\xfe not utf-8\n",
+        ".mewcode/memories.md": "- 标题之前\n".encode(),
+    }
+    response = alice_client.post(
+        url,
+        {"file": SimpleUploadedFile("ws.zip", zip_bytes(files))},
+        format="multipart",
+        headers=zh,
+    )
+    problems = errors_of(response)
+    assert [(p["file"], p["line"], p["message"]) for p in problems] == [
+        (".mewcode/memories.md", 1, "记忆行出现在任何 '### 分类' 标题之前"),
+        (".mewcode/memory/notes.md", None, "不是有效的 UTF-8（位于第 0 字节）"),
+    ]
+    assert response.json()["error"]["message"] == (
+        "没有导入任何内容：.mewcode/memories.md:1: 记忆行出现在任何 '### 分类' 标题之前"
+        "（另有 1 个问题）"
+    )
+    damaged = alice_client.post(
+        url,
+        {"file": SimpleUploadedFile("ws.zip", b"PK\x03\x04broken")},
+        format="multipart",
+        headers=zh,
+    )
+    [problem] = errors_of(damaged)
+    assert problem["file"] == "ws.zip" and problem["message"].startswith("不是可读取的 zip 文件（")
+    # English stays word for word what it was.
+    english = alice_client.post(
+        url, {"file": SimpleUploadedFile("ws.zip", zip_bytes(files))}, format="multipart"
+    )
+    assert english.json()["error"]["message"] == (
+        "Nothing was imported: .mewcode/memories.md:1: a memory line before any '### category' "
+        "header (and 1 more)"
+    )

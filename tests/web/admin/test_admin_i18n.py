@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -11,6 +12,7 @@ from accounts.models import User
 from memoryhub.pipeline import jobs
 from memoryhub.pipeline.models import Job
 from projects.models import Project
+from tests.interchange.helpers import zip_bytes
 from tests.web.admin.helpers import push_session
 
 ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9"}
@@ -63,3 +65,40 @@ def test_session_and_extraction_states_are_named_in_chinese(
     assert ">已结束</span>" in listing and ">ended<" not in listing  # badge and filter
     page = client.get(f"/p/alpha/sessions/{sid}/", **ZH).content.decode()  # type: ignore[arg-type]
     assert ">已结束</span>" in page
+
+
+def test_import_refusals_speak_chinese(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    client = web_client(alice)
+    broken_zip = zip_bytes({".mewcode/memories.md": "### 项目知识\n- fine\n".encode()})[:40]
+    cases = [
+        ("mewcode", "memories.md", b"### \xff\xfe\n", "不是有效的 UTF-8（位于第 4 字节）"),
+        ("mewcode", "ws.zip", broken_zip, "不是可读取的 zip 文件"),
+        ("claude_code", "a.md", b"no frontmatter\n", "frontmatter 开头，包含 name、description"),
+    ]
+    for fmt, name, data, message in cases:
+        response = client.post(
+            "/p/alpha/import-export/import/",
+            {"format": fmt, "upload": SimpleUploadedFile(name, data), "action": "import"},
+            **ZH,  # type: ignore[arg-type]
+        )
+        assert response.status_code == 400, name
+        html = response.content.decode()
+        assert "没有导入任何内容。" in html and message in html, html
+        assert f"<code>{name}" in html  # the file named, as in English
+        assert "not valid UTF-8" not in html and "Not a readable" not in html
+
+
+def test_an_import_a_member_may_not_make_says_why_in_chinese(
+    bob: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    upload = SimpleUploadedFile("cc.zip", zip_bytes({"CLAUDE.md": b"# Rules\n"}))
+    response = web_client(bob).post(
+        "/p/alpha/import-export/import/",
+        {"format": "claude_code", "upload": upload, "action": "import"},
+        **ZH,  # type: ignore[arg-type]
+    )
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert "此次上传包含项目指令文件，需要维护者或更高的角色；你是成员。" in html, html
