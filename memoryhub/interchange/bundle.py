@@ -104,7 +104,6 @@ class ImportedSession:
     transcript: Any  # an archive Member: opened and streamed by the import
     meta: bytes | None = None
     transcript_format: str = "mewcode"  # or "claude_code"
-    last_active: datetime | None = None  # the .meta's; an import would say "now"
 
 
 @dataclass

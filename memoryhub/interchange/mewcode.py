@@ -177,7 +177,7 @@ def read(tree: Tree) -> Bundle:
             except TranscriptFormatError as exc:
                 bundle.errors.append(problem(f"{stem}.meta", None, exc.reason))
                 continue
-            session.external_id, session.last_active = parsed.id, parsed.last_active
+            session.external_id = parsed.id
         bundle.sessions.append(session)
     return bundle
 

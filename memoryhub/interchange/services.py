@@ -367,7 +367,7 @@ def _import_sessions(
             continue
         try:
             with item.transcript.open() as lines:
-                session = session_services.session_import(
+                session_services.session_import(
                     project=access.project,
                     actor=actor,
                     lines=_lines(lines),
@@ -382,10 +382,6 @@ def _import_sessions(
             line = exc.details.get("line") if isinstance(exc.details, dict) else None
             errors.append(problem(item.file, line, exc.message))
             continue
-        if item.last_active is not None:
-            # The source's own time: session_import dates the session by its import.
-            session.last_active_at = item.last_active
-            session.save(update_fields=["last_active_at"])
         result.created["sessions"] += 1
 
 
