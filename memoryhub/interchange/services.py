@@ -34,7 +34,7 @@ from django.utils.translation import gettext
 
 from accounts.actors import Actor
 from memoryhub.core import redaction
-from memoryhub.core.exceptions import ApplicationError
+from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.services import audit_record
 from memoryhub.interchange.bundle import (
     EXTERNAL_ID,
@@ -52,6 +52,7 @@ from memoryhub.memories.kinds import DEFAULT_SCOPE
 from memoryhub.memories.models import Memory, content_hash
 from memoryhub.memories.services import MemoryInput
 from memoryhub.pipeline import services as pipeline_services
+from memoryhub.pipeline import session_imports
 from memoryhub.recall import selectors as recall_selectors
 from memoryhub.recall import services as recall_services
 from memoryhub.sessions import selectors as session_selectors
@@ -325,6 +326,9 @@ def _import_files(
         except ValidationError as exc:
             errors.append(problem(rollout.file, None, "; ".join(_messages(exc))))
             continue
+        except Conflict as exc:  # the thread is another person's session
+            errors.append(problem(rollout.file, None, exc.message))
+            continue
         result.created["rollouts"] += int(changed)
         result.unchanged["rollouts"] += int(not changed)
 
@@ -367,7 +371,7 @@ def _import_sessions(
             continue
         try:
             with item.transcript.open() as lines:
-                session_services.session_import(
+                session = session_services.session_import(
                     project=access.project,
                     actor=actor,
                     lines=_lines(lines),
@@ -382,6 +386,7 @@ def _import_sessions(
             line = exc.details.get("line") if isinstance(exc.details, dict) else None
             errors.append(problem(item.file, line, exc.message))
             continue
+        session_imports.extraction_ensure(session)
         result.created["sessions"] += 1
 
 

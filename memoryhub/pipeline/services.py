@@ -347,7 +347,8 @@ def _run(
         return "error"
     finally:
         stop.set()
-    jobs.succeed(claim, detail=detail)
+    if not jobs.succeed(claim, detail=detail) and jobs.find(job_id) is None:
+        return GONE  # deleted meanwhile (its project, or a bank clear): nothing follows
     return "done"
 
 
@@ -688,11 +689,19 @@ def stage1_output_import(
     """
     from memoryhub.sessions.services import session_get_or_create
 
-    session, _ = session_get_or_create(
-        project=project, actor=actor, external_id=thread_id, metadata={"source": "omp"}
-    )
     raw, _ = redaction.redact(raw_memory.strip())
     summary, _ = redaction.redact(rollout_summary.strip())
+    try:
+        session, _ = session_get_or_create(
+            project=project, actor=actor, external_id=thread_id, metadata={"source": "omp"}
+        )
+    except Conflict:
+        # Another person's session: its output may be re-imported unchanged (a team
+        # member's export holds everyone's threads), never changed.
+        theirs = Stage1Output.objects.filter(project=project, session__external_id=thread_id)
+        if theirs.filter(raw_memory=raw, rollout_summary=summary).exists():
+            return False
+        raise
     output = Stage1Output.objects.select_for_update().filter(session=session).first()
     if output is not None and (output.raw_memory, output.rollout_summary) == (raw, summary):
         return False

@@ -50,6 +50,16 @@ class LeaseLost(RuntimeError):
     """Another worker owns the job now: roll this run back and let that one finish."""
 
 
+def extraction_ensure(session: AgentSession) -> None:
+    """An imported transcript is to be extracted whatever its age: the scan looks only at
+    sessions active lately, and imported history is usually older. Its stage-1 job is made due
+    now, and the scan sends it within the project's concurrency."""
+    from memoryhub.pipeline import services
+
+    if session.record_count:
+        services.stage1_ensure_session(session=session)
+
+
 # --- Staging (the request) ---------------------------------------------------------------------
 
 
@@ -222,6 +232,8 @@ def import_run(*, job_id: int) -> str:
     """Run one import job: "done", "failed" (for good), "error" (retried later) or "skipped"
     (someone else has it, or nothing is due: a repeated message is harmless) or "gone" (its
     project was deleted)."""
+    if jobs.find(job_id) is None:
+        return "gone"
     claim = jobs.claim(job_id, lease_seconds=LEASE_SECONDS)
     if claim is None:
         return "skipped"
@@ -241,6 +253,7 @@ def import_run(*, job_id: int) -> str:
                 transcript_format=job.detail.get("format") or None,
                 external_id=job.detail.get("external_id", ""),
             )
+            extraction_ensure(session)
             if lost.is_set():
                 raise LeaseLost("lost the import's lease while working")
             detail = job.detail | {"session": str(session.public_id), "error": None}
@@ -260,6 +273,9 @@ def import_run(*, job_id: int) -> str:
             _unstage(job.pk)
         return "failed"
     except Exception as exc:
+        if jobs.find(job_id) is None:
+            logger.info("Import job %s was deleted while it ran (%s)", job_id, type(exc).__name__)
+            return "gone"
         logger.exception("Import job %s failed", job_id)
         message = f"{type(exc).__name__}: {exc}"
         with transaction.atomic():

@@ -20,7 +20,6 @@ from datetime import datetime
 import numpy as np
 from django.utils import timezone
 
-from accounts.models import User
 from memoryhub.memories.models import Memory
 from memoryhub.recall import keyword_hits, recall_files, scoring, selectors
 from memoryhub.recall.conf import recall_config
@@ -135,7 +134,6 @@ class RecallPreview:
 @dataclass(frozen=True)
 class InjectionPreview:
     profile: Profile
-    user: User | None
     payload: Payload
     payload_memories: list[Memory]  # in payload order
     recall: RecallPreview
@@ -177,7 +175,6 @@ def preview(
     memories = Memory.objects.in_bulk(payload.memory_pks)
     return InjectionPreview(
         profile=profile,
-        user=access.actor.user,
         payload=payload,
         payload_memories=[memories[pk] for pk in payload.memory_pks if pk in memories],
         recall=recall_preview(access=access, prompt=prompt, now=now),

@@ -560,6 +560,7 @@ class SessionImportApi(APIView):
                 f"The transcript was not imported: {exc}",
                 details={"transcript": [str(exc)], "line": exc.line},
             ) from None
+        session_imports.extraction_ensure(session)
         return Response(SessionOutputSerializer(session).data, status=status.HTTP_201_CREATED)
 
 

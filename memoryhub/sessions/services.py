@@ -68,6 +68,14 @@ def validate_external_id(external_id: str) -> None:
         raise ValidationError(EXTERNAL_ID_SLASH, code="invalid")
 
 
+def _check_author(session: AgentSession, actor: Actor) -> None:
+    if actor.user is not None and session.created_by_user_id not in (None, actor.user.pk):
+        raise Conflict(
+            f"Session {session.external_id!r} belongs to another person: use another id.",
+            details={"external_id": ["belongs to another person"]},
+        )
+
+
 @transaction.atomic
 def session_get_or_create(
     *,
@@ -79,13 +87,16 @@ def session_get_or_create(
     source: str = AgentSession.Source.API,
     url_safe_id: bool = True,
 ) -> tuple[AgentSession, bool]:
-    """The project's session with this external id, created when missing (idempotent).
+    """The project's session with this external id, created when missing (idempotent for its
+    author; another person's session of that id is a 409: what a session says becomes its
+    author's memories, so nobody else may take it over).
     An id with "/" is refused only when creating: one stored before that rule still resolves.
     url_safe_id=False keeps a foreign protocol's ids as they are (a Hindsight document id may
     hold "/", as in Hindsight); REST then names that session by its public id."""
     external_id = external_id or new_external_id()
     existing = AgentSession.objects.filter(project=project, external_id=external_id).first()
     if existing is not None:
+        _check_author(existing, actor)
         return existing, False
     if url_safe_id and "/" in external_id:
         raise ValidationError({"external_id": EXTERNAL_ID_SLASH})
@@ -106,7 +117,9 @@ def session_get_or_create(
         with transaction.atomic():
             session.save()
     except IntegrityError:  # a concurrent request created it first
-        return AgentSession.objects.get(project=project, external_id=external_id), False
+        existing = AgentSession.objects.get(project=project, external_id=external_id)
+        _check_author(existing, actor)
+        return existing, False
     _session_audit(session, actor, "session.created", after={"external_id": external_id})
     return session, True
 
@@ -343,10 +356,10 @@ def session_import(
     if batch:
         flush()
     _finish(session, counters)
-    # The transcript's own last activity, not the time of its import.
+    # The transcript's own last activity (never later than now), not the time of its import.
     last_active = mewcode_meta.last_active if mewcode_meta else info.last_timestamp
     if last_active is not None:
-        session.last_active_at = last_active
+        session.last_active_at = min(last_active, timezone.now())
         session.save(update_fields=["last_active_at"])
     title = (mewcode_meta.title if mewcode_meta else "") or info.title
     extra: dict[str, Any] = {"cwd": info.cwd} if info.cwd else {}

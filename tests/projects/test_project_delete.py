@@ -3,22 +3,23 @@ project does, the slug can be used again, and work queued for it ends quietly.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from io import StringIO
 
 import pytest
+from django.apps import apps
 from django.core.management import CommandError, call_command
-from django.db import IntegrityError
+from django.db import IntegrityError, connection
+from django.db.models import CASCADE, ForeignObjectRel, Model
 from rest_framework.test import APIClient
 
 from accounts.actors import Actor
 from accounts.models import ApiToken, User
 from memoryhub.core.models import AuditEvent
-from memoryhub.memories.models import BankChange, BankVersion, Memory, MemoryEvent, MemoryTerm
-from memoryhub.pipeline import jobs, services
-from memoryhub.pipeline.models import Job, Stage1Output
-from memoryhub.sessions.models import AgentSession, SessionRecord
-from projects.models import Project, ProjectMembership, Role
+from memoryhub.memories.models import BankChange, BankVersion
+from memoryhub.pipeline import jobs, services, session_imports
+from memoryhub.pipeline.models import Job
+from projects.models import Project, Role
 from projects.selectors import project_access
 from projects.services import membership_add
 from tests.factories import UserFactory
@@ -45,20 +46,32 @@ def fill(client: APIClient, project: Project) -> None:
     assert response.status_code in (200, 201), response.content
 
 
+def _paths(model: type[Model], path: str, depth: int = 0) -> Iterator[tuple[str, str]]:
+    """(model label, lookup to the project's pk) for every table under Project, found from the
+    models' foreign keys (hidden ones too), independently of the code under test."""
+    for relation in model._meta.get_fields(include_hidden=True):
+        if not isinstance(relation, ForeignObjectRel):
+            continue
+        child = relation.related_model
+        assert isinstance(child, type) and issubclass(child, Model)
+        child_path = f"{relation.field.name}__{path}"
+        yield child._meta.label, child_path
+        if depth < 4 and relation.on_delete is CASCADE:
+            yield from _paths(child, child_path, depth + 1)
+
+
 def rows_of(project_id: int) -> dict[str, int]:
-    return {
-        "memories": Memory.objects.filter(project_id=project_id).count(),
-        "postings": MemoryTerm.objects.filter(project_id=project_id).count(),
-        "memory_events": MemoryEvent.objects.filter(project_id=project_id).count(),
-        "sessions": AgentSession.objects.filter(project_id=project_id).count(),
-        "records": SessionRecord.objects.filter(session__project_id=project_id).count(),
-        "jobs": Job.objects.filter(project_id=project_id).count(),
-        "stage1_outputs": Stage1Output.objects.filter(project_id=project_id).count(),
-        "bank_changes": BankChange.objects.filter(project_id=project_id).count(),
-        "bank_versions": BankVersion.objects.filter(project_id=project_id).count(),
-        "members": ProjectMembership.objects.filter(project_id=project_id).count(),
-        "audit_events": AuditEvent.objects.filter(project_id=project_id).count(),
+    """Rows of every table that hangs off the project, by model and path, plus the bank's
+    bookkeeping (no foreign key: memories migration 0011)."""
+    counts = {
+        f"{label} by {path}": apps.get_model(label)
+        ._base_manager.filter(**{path: project_id})
+        .count()
+        for label, path in _paths(Project, "pk")
     }
+    counts["bank_changes"] = BankChange.objects.filter(project_id=project_id).count()
+    counts["bank_versions"] = BankVersion.objects.filter(project_id=project_id).count()
+    return counts
 
 
 def test_an_owner_deletes_a_project_and_everything_in_it_and_nothing_else(
@@ -76,7 +89,23 @@ def test_an_owner_deletes_a_project_and_everything_in_it_and_nothing_else(
     limited = make_client(alice, project=project)
     assert limited.get(P).status_code == 200
     before = rows_of(project.pk)
-    assert all(before.values()), before  # every kind of row is there to be deleted
+    present = {key.split(" by ")[0] for key, n in before.items() if n}  # labels with rows
+    # What fill() made is there to be deleted (and counted by the walk above).
+    assert {
+        "memories.Memory",
+        "memories.MemoryTerm",
+        "memories.MemoryEvent",
+        "agent_sessions.AgentSession",
+        "agent_sessions.SessionRecord",
+        "pipeline.Job",
+        "pipeline.Stage1Output",
+        "recall.InstructionFile",
+        "projects.ProjectMembership",
+        "accounts.ApiToken",
+        "core.AuditEvent",
+        "bank_changes",
+        "bank_versions",
+    } <= present, present
     charlie_before = rows_of(Project.objects.get(slug="charlie-lab").pk)
 
     response = alice_client.delete(P + "?confirm=alpha")
@@ -84,9 +113,9 @@ def test_an_owner_deletes_a_project_and_everything_in_it_and_nothing_else(
     assert response.status_code == 200, response.content
     deleted = response.json()["deleted"]
     assert deleted == {
-        "memories": before["memories"],
+        "memories": before["memories.Memory by project__pk"],
         "sessions": 1,
-        "records": before["records"],
+        "records": before["agent_sessions.SessionRecord by session__project__pk"],
         "members": 2,  # alice and bob
         "tokens": 1,  # the token limited to alpha
     }
@@ -190,7 +219,11 @@ def test_a_job_whose_project_is_deleted_while_it_runs_ends_quietly(
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
 
 
-def test_the_management_command(alice_client: APIClient, project: Project) -> None:
+def test_the_management_command(
+    alice: User, make_client: Callable[..., APIClient], project: Project
+) -> None:
+    make_client(alice, project=project)  # a token limited to alpha, to go with it
+    assert ApiToken.objects.filter(project=project).exists()
     with pytest.raises(CommandError, match="slug"):
         call_command("project_delete", "alpha", "--confirm", "beta")
     with pytest.raises(CommandError, match="No project"):
@@ -198,7 +231,37 @@ def test_the_management_command(alice_client: APIClient, project: Project) -> No
     out = StringIO()
     call_command("project_delete", "alpha", "--confirm", "alpha", stdout=out)
     assert out.getvalue().startswith("Deleted project alpha: 0 memories, 0 sessions")
+    assert "1 tokens" in out.getvalue()
     assert not Project.objects.filter(slug="alpha").exists()
     event = AuditEvent.objects.get(verb="project.deleted")
     assert event.actor_label == "cli"
     assert not ApiToken.objects.filter(project__isnull=False).exists()
+
+
+def test_the_bookkeeping_trigger_is_installed(db: None) -> None:
+    """A later migration that rebuilds projects_project would drop it silently (SQLite drops a
+    table's triggers with it): this says so."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgname = 'memoryhub_project_del'")
+        else:
+            cursor.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"
+                " AND name = 'memoryhub_project_del'"
+            )
+        assert cursor.fetchone() == (1,)
+
+
+def test_a_job_deleted_while_its_work_succeeds_ends_as_gone(
+    alice_client: APIClient, project: Project
+) -> None:
+    push_session(alice_client, "mew-done")
+    (job_id,) = services.stage1_enqueue_due(project=project)
+
+    def work(job: Job, claim: jobs.Claim) -> dict[str, object]:
+        Job.objects.filter(pk=job.pk).delete()  # a bank clear or a deletion, meanwhile
+        return {}
+
+    # "gone", not "done": a done stage 1 would queue a stage 2 for what is no longer there.
+    assert services._run(job_id, lease=60, retry_delay=1, work=work) == services.GONE
+    assert session_imports.import_run(job_id=job_id) == "gone"

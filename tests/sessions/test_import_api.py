@@ -7,7 +7,10 @@ from django.db.models import Max
 from rest_framework.test import APIClient
 
 from memoryhub.core.models import AuditEvent
+from memoryhub.pipeline import services as pipeline_services
+from memoryhub.pipeline.models import Job
 from memoryhub.sessions.models import AgentSession, SessionRecord
+from projects.models import Project
 
 S = "/api/v1/projects/alpha/sessions/"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -94,3 +97,18 @@ def test_the_format_parameter_is_the_imports_own(alice_client: APIClient) -> Non
     assert unknown.status_code == 400, unknown.content
     assert unknown.json()["error"]["code"] == "validation_error"
     assert "format" in unknown.json()["error"]["details"]
+
+
+def test_an_imported_transcript_is_extracted_however_old(
+    alice_client: APIClient, project: Project
+) -> None:
+    # The scan looks at sessions active in the last 30 days; this one ended in March.
+    response = alice_client.post(
+        S + "import/",
+        {"transcript": upload(f"{MEW}.jsonl"), "meta": upload(f"{MEW}.meta")},
+        format="multipart",
+    )
+    assert response.status_code == 201
+    due = pipeline_services.stage1_enqueue_due(project=project)
+    job = Job.objects.select_related("session").get(pk__in=due)
+    assert job.session is not None and job.session.external_id == MEW

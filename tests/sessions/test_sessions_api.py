@@ -190,3 +190,26 @@ def test_secrets_are_redacted_before_storage_unless_disabled(
     stored = json.dumps(list(SessionRecord.objects.values_list("content", flat=True)))
     assert (secret in stored) is not redact
     assert AgentSession.objects.get().redaction_count == (1 if redact else 0)
+
+
+def test_another_persons_session_id_is_a_conflict_not_theirs_to_take(
+    alice_client: APIClient, bob_client: APIClient, project: Project
+) -> None:
+    new_session(alice_client)
+    again = alice_client.post(S, {"external_id": "sess-1"}, format="json")
+    assert again.status_code == 200  # idempotent for its author
+    taken = bob_client.post(S, {"external_id": "sess-1"}, format="json")
+    assert taken.status_code == 409
+    assert taken.json()["error"]["details"] == {"external_id": ["belongs to another person"]}
+    # Nor may bob's reads mark what alice's session was shown.
+    for url in (
+        "/api/v1/projects/alpha/memories/search/?q=x&session_id=sess-1",
+        "/api/v1/projects/alpha/injection/?profile=default&session_id=sess-1",
+    ):
+        assert bob_client.get(url).status_code == 403, url
+    assert (
+        alice_client.get(
+            "/api/v1/projects/alpha/injection/?profile=default&session_id=sess-1"
+        ).status_code
+        == 200
+    )

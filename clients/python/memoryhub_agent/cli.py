@@ -7,6 +7,12 @@ the agent should add to its context. They never break the agent: on any failure,
 time budget (MEMORYHUB_TIMEOUT, 3 s by default, for the whole command) runs out, they print
 nothing, exit 0 and write the reason to the log in the user's state directory.
 
+A session belongs to the person who created it. When the server refuses the agent's session to
+this user (a viewer may not create one: 403; the id is another person's: 409, or 403 on a push,
+a recall or the injection), the hooks carry on without it: memories are injected and recalled
+without a session (nothing is marked as shown, so one may come up twice), no transcript is
+uploaded, and one line in the log says why.
+
 Plain commands (login, status, search, remember) are for people and scripts: they report
 errors on stderr and exit 1.
 """
@@ -28,6 +34,7 @@ from memoryhub_agent import __version__, config, transcript
 from memoryhub_agent.http import AgentError, Client, HttpError
 
 HOOK_COMMANDS = ("session-start", "prompt", "push", "pre-compact", "end")
+SESSIONLESS = "memories are injected without a session, the transcript is not uploaded"
 # After the budget, the watchdog ends a command stuck where no socket timeout reaches
 # (a name lookup, a server that sends its answer a byte at a time).
 WATCHDOG_GRACE_SECONDS = 0.25
@@ -96,9 +103,13 @@ def read_hook_input(args: argparse.Namespace) -> HookInput:
 class Hub:
     """The project's API as the commands use it."""
 
-    def __init__(self, settings: config.Settings, deadline: float) -> None:
+    def __init__(self, settings: config.Settings, deadline: float, label: str = "") -> None:
         self.settings = settings
         self.client = Client(settings.project_api, settings.token, deadline)
+        self.label = label  # what the log lines start with: the command and its session
+        # Set once the server refused the session to this user: from then on the command
+        # reads without it and uploads nothing.
+        self.sessionless = False
 
     def session(self, hook: HookInput) -> dict[str, Any]:
         """The server's session for the agent's session id, created when missing."""
@@ -107,6 +118,29 @@ class Hub:
         metadata = {"cwd": hook.cwd} if hook.cwd else {}
         body = {"external_id": hook.session_id, "metadata": metadata}
         return dict(self.client.request("POST", "/sessions/", json_body=body))
+
+    def usable_session(self, hook: HookInput) -> dict[str, Any] | None:
+        """The session, or None when the server will not let this user have it: a viewer (or
+        a read-only token) may not create sessions (403), another person created this id
+        (409). Other errors (an outage, a bad token) still end the command."""
+        try:
+            return self.session(hook)
+        except HttpError as exc:
+            if exc.status == 409:
+                self.drop_session(hook, exc, "it belongs to another person")
+            elif exc.status == 403:
+                self.drop_session(hook, exc, "you may not create sessions here (a viewer?)")
+            else:
+                raise
+            return None
+
+    def drop_session(self, hook: HookInput, exc: HttpError, why: str) -> None:
+        """Carry on without the session, and say so once in the log."""
+        if self.sessionless:
+            return
+        self.sessionless = True
+        answer = str(exc).splitlines()[0]
+        config.log(f"{self.label}: unusable session: {why} ({answer}); {SESSIONLESS}")
 
     def _sessions(self, hook: HookInput) -> str:
         return "/sessions/" + _quote(hook.session_id)
@@ -119,7 +153,7 @@ class Hub:
         previous answer said.
         """
         path = hook.transcript_path
-        if not path:
+        if not path or self.sessionless:
             return 0
         if not os.path.isfile(path):
             config.log(f"push: no transcript file at {path}")
@@ -145,6 +179,9 @@ class Hub:
                 if isinstance(resume_at, int) and resume_at >= start:
                     position = resume_at  # another push went first: continue after it
                     continue
+                if exc.status == 403:
+                    self.drop_session(hook, exc, "it belongs to another person")
+                    return created
                 raise
             created += int(answer["created"])
             following = int(answer["next_line"])
@@ -157,23 +194,39 @@ class Hub:
         return created
 
     def injection(self, hook: HookInput) -> str:
-        text = self.client.request(
-            "GET",
-            "/injection/",
-            params={
+        def fetch(session_id: str | None) -> Any:
+            params = {
                 "profile": self.settings.profile,
                 "format": "text",
-                "session_id": hook.session_id,
+                "session_id": session_id,
                 "budget_tokens": self.settings.budget_tokens,
-            },
-            accept="text/plain",
-        )
+            }
+            return self.client.request("GET", "/injection/", params=params, accept="text/plain")
+
+        text = self._with_session(hook, fetch)
         return text if isinstance(text, str) else ""
 
     def recall(self, hook: HookInput) -> str:
-        body = {"query": hook.prompt, "session_id": hook.session_id}
-        answer = self.client.request("POST", "/recall/", json_body=body)
+        def fetch(session_id: str | None) -> Any:
+            body = {"query": hook.prompt}
+            if session_id is not None:
+                body["session_id"] = session_id
+            return self.client.request("POST", "/recall/", json_body=body)
+
+        answer = self._with_session(hook, fetch)
         return str(answer.get("text") or "")
+
+    def _with_session(self, hook: HookInput, fetch: Callable[[str | None], Any]) -> Any:
+        """A read that marks what it returns as shown to the session; without the session
+        when the server refuses it to this user (403: another person's)."""
+        if not self.sessionless:
+            try:
+                return fetch(hook.session_id)
+            except HttpError as exc:
+                if exc.status != 403:
+                    raise
+                self.drop_session(hook, exc, "it belongs to another person")
+        return fetch(None)
 
     def compact(self, hook: HookInput) -> dict[str, Any]:
         body = {"context_window": self.settings.context_window, "mode": "manual"}
@@ -206,8 +259,8 @@ def hook_session_start(hub: Hub, hook: HookInput) -> str:
     """The first-turn payload. After a compaction or on resume, the transcript (with the
     agent's own compact boundary) goes up first, so what is injected now counts as seen after
     that boundary."""
-    session = hub.session(hook)
-    if hook.source in ("compact", "resume"):
+    session = hub.usable_session(hook)
+    if session is not None and hook.source in ("compact", "resume"):
         hub.push(hook, session, final=False)
     return hub.injection(hook)
 
@@ -221,19 +274,28 @@ def hook_prompt(hub: Hub, hook: HookInput) -> str:
     except HttpError as exc:
         if exc.status != 404:
             raise
-        hub.session(hook)  # hooks installed mid-session: no session-start ran
+        hub.usable_session(hook)  # hooks installed mid-session: no session-start ran
         return hub.recall(hook)
 
 
 def hook_push(hub: Hub, hook: HookInput) -> str:
-    created = hub.push(hook, hub.session(hook), final=False)
-    config.log(f"push session={hook.session_id} records={created}")
+    session = hub.usable_session(hook)
+    if session is None:
+        return ""
+    created = hub.push(hook, session, final=False)
+    if not hub.sessionless:
+        config.log(f"push session={hook.session_id} records={created}")
     return ""
 
 
 def hook_pre_compact(hub: Hub, hook: HookInput) -> str:
     """The transcript up to now, then a compaction boundary on the server."""
-    hub.push(hook, hub.session(hook), final=True)
+    session = hub.usable_session(hook)
+    if session is None:
+        return ""
+    hub.push(hook, session, final=True)
+    if hub.sessionless:
+        return ""
     outcome = hub.compact(hook)
     config.log(
         f"pre-compact session={hook.session_id} trigger={hook.trigger or '-'} "
@@ -244,7 +306,12 @@ def hook_pre_compact(hub: Hub, hook: HookInput) -> str:
 
 def hook_end(hub: Hub, hook: HookInput) -> str:
     """The rest of the transcript, the session marked ended, and its extraction queued."""
-    created = hub.push(hook, hub.session(hook), final=True)
+    session = hub.usable_session(hook)
+    if session is None:
+        return ""
+    created = hub.push(hook, session, final=True)
+    if hub.sessionless:
+        return ""
     hub.end(hook)
     extraction = hub.extract(hook)
     config.log(
@@ -306,7 +373,7 @@ def run_hook(args: argparse.Namespace) -> int:
     try:
         hook = read_hook_input(args)
         label = watchdog.label = f"{args.command} session={hook.session_id or '-'}"
-        output = HOOKS[args.command](Hub(settings, started + settings.timeout), hook)
+        output = HOOKS[args.command](Hub(settings, started + settings.timeout, label), hook)
         if output and getattr(args, "json", False):
             output = json.dumps(
                 {

@@ -25,7 +25,6 @@ from memoryhub.memories import services as memory_services
 from memoryhub.memories.models import Memory
 from memoryhub.pipeline import dispatch, tasks
 from memoryhub.pipeline import services as pipeline_services
-from memoryhub.sessions import selectors as session_selectors
 from memoryhub.sessions import services as session_services
 from projects import services as project_services
 from projects.models import Project, Role, slug_validator
@@ -98,11 +97,7 @@ def _retain_document(
         metadata=_redacted(meta),
         url_safe_id=False,  # Hindsight accepts any document id ("docs/guide.md")
     )
-    if not created:
-        # The REST rule for adding to a session: its author only.
-        session = session_selectors.session_get(
-            access=access, ref=session.external_id, author_only=True
-        )
+    if not created:  # the caller's own (another person's document id is a 409 above)
         session_services.session_metadata_merge(session=session, actor=actor, values=meta)
     rewind: int | None = None
     if all(item.update_mode == "append" for item in items):
