@@ -168,3 +168,30 @@ def test_a_blank_line_after_updated_at_is_read_too() -> None:
     text = "# Raw Memories\n\n## t-1\nupdated_at: 1773482400\n\n## Task: x\n- y\n"
     [rollout] = omp.parse_raw(text, "raw_memories.md", [])
     assert (rollout.thread_id, rollout.raw_memory) == ("t-1", "## Task: x\n- y")
+
+
+def test_another_persons_thread_is_re_imported_unchanged_but_never_changed(
+    bob: User, project: Project, alice_client: APIClient, bob_client: APIClient
+) -> None:
+    # bob's session, with its stage-1 output.
+    pipeline_services.stage1_output_import(
+        project=project,
+        actor=Actor(user=bob),
+        thread_id="bob-thread",
+        raw_memory="## Task: bob's\n- bob prefers tabs.",
+        rollout_summary="bob's summary.",
+        generated_at=datetime(2026, 3, 15, 9, 0, tzinfo=UTC),
+    )
+    exported = download(alice_client, "alpha", "omp")
+    # alice's export holds bob's thread: importing it back changes nothing and is no error.
+    again = upload(alice_client, "alpha", "omp", exported)
+    assert again.status_code == 200, again.content  # nothing created
+    assert again.json()["unchanged"]["rollouts"] == 1
+    # Changing what bob's session learned is refused, naming the file.
+    raw = b"# Raw Memories\n\n## bob-thread\nupdated_at: 1773568800\n- alice was here.\n"
+    refused = upload(alice_client, "alpha", "omp", zip_bytes({"raw_memories.md": raw}))
+    assert refused.status_code == 400, refused.content
+    [problem] = refused.json()["error"]["details"]["errors"]
+    assert problem["file"] == "raw_memories.md" and "another person" in problem["message"]
+    output = Stage1Output.objects.get(session__external_id="bob-thread")
+    assert output.raw_memory == "## Task: bob's\n- bob prefers tabs."

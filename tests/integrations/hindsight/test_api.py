@@ -395,3 +395,17 @@ def test_the_settings_section_is_validated_when_saved(alice_client: APIClient) -
         )
         assert response.status_code == 400, bad
         assert "hindsight" in response.json()["error"]["message"]
+
+
+def test_a_document_belongs_to_whoever_retained_it_first(
+    alice_client: APIClient, bob_client: APIClient, project: Project
+) -> None:
+    first = {"items": [{"content": "alice: I prefer tabs.", "document_id": "notes"}]}
+    assert alice_client.post(f"{V}/alpha/memories", first, format="json").status_code == 200
+    # bob's words would be extracted as alice's (her private memories included): refused.
+    second = {"items": [{"content": "I prefer zebra themes.", "document_id": "notes"}]}
+    refused = bob_client.post(f"{V}/alpha/memories", second, format="json")
+    assert refused.status_code == 409
+    assert "another person" in refused.json()["detail"]
+    records = SessionRecord.objects.filter(session__external_id="notes")
+    assert [r.content for r in records] == ["alice: I prefer tabs."]
