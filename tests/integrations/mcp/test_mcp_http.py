@@ -441,3 +441,27 @@ def test_mcp_and_rest_share_the_tokens_rate_limit(
     assert 429 not in statuses
     assert over.status_code == 429 and int(over.headers["retry-after"]) > 0
     assert rest_over.status_code == 429
+
+
+def test_another_persons_session_takes_no_words_and_marks_nothing(
+    mcp_http_server: HttpServer, alice: User, bob: User, project: Project
+) -> None:
+    sid = "session_20261202_100000_cd34"
+    mine = [{"role": "user", "content": "I prefer tabs."}]
+    theirs = [{"role": "user", "content": "I prefer zebra themes."}]
+
+    async def alice_body(client: Client) -> Any:
+        return await client.call_tool("session_append", {"session_id": sid, "messages": mine})
+
+    async def bob_body(client: Client) -> Any:
+        append = await client.call_tool("session_append", {"session_id": sid, "messages": theirs})
+        search = await client.call_tool("memory_search", {"query": "tabs", "session_id": sid})
+        return append, search
+
+    first = over_http(mcp_http_server.url("/mcp/p/alpha/"), raw_token(alice), alice_body)
+    assert not first.is_error, text(first)
+    append, search = over_http(mcp_http_server.url("/mcp/p/alpha/"), raw_token(bob), bob_body)
+    assert append.is_error and "another person" in text(append)
+    assert search.is_error and "another person" in text(search)
+    session = AgentSession.objects.get(external_id=sid)
+    assert session.record_count == 1
