@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from accounts.models import User
-from memoryhub.memories.kinds import Scope
+from memoryhub.memories.kinds import DEFAULT_SCOPE, Scope
 from memoryhub.memories.models import Memory, MemoryEvent
 from projects.models import Project, Role
 from projects.selectors import ProjectAccess
@@ -174,21 +174,27 @@ def memory_extracted_before(
     record_start: int | None,
     record_end: int | None,
     content_hash: str,
+    owner: User | None,
 ) -> Memory | None:
-    """The memory a re-extraction replaces: the same kind from the same session and record
-    range, or (when it was archived or marked stale, which memory_remember does not merge
-    into) the same content. None when the extraction is new."""
+    """The memory a re-extraction replaces: the same kind, scope and owner (`owner` is the
+    session's author; None for a project-scope kind), and either extracted from the same
+    session and record range or (when it was archived or marked stale, which memory_remember
+    does not merge into) the same content. Never another person's memory, nor one a person
+    wrote citing that range: each person's extraction keeps their own. None when it is new."""
+    scope = DEFAULT_SCOPE.get(kind, Scope.PROJECT)
+    mine = Q(scope=Scope.USER, owner=owner) if scope == Scope.USER else Q(scope=Scope.PROJECT)
     same_source = Q(
         source_session=source_session,
         source_record_start=record_start,
         source_record_end=record_end,
+        created_via__in=(Memory.Via.PIPELINE, Memory.Via.DREAM),
     )
     withdrawn = Q(
         content_hash=content_hash, status__in=(Memory.Status.ARCHIVED, Memory.Status.STALE)
     )
     query = withdrawn | same_source if source_session else withdrawn
     return (
-        Memory.objects.filter(project=project, kind=kind)
+        Memory.objects.filter(mine, project=project, kind=kind)
         .filter(query)
         .order_by("created_at", "pk")
         .first()

@@ -246,6 +246,7 @@ def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
             record_start=item.record_start,
             record_end=item.record_end,
             content_hash=content_hash(redaction.redact(item.content)[0]),
+            owner=session.created_by_user,
         )
         if before is not None:
             kept += 1

@@ -69,7 +69,9 @@ def validate_external_id(external_id: str) -> None:
 
 
 def _check_author(session: AgentSession, actor: Actor) -> None:
-    if actor.user is not None and session.created_by_user_id not in (None, actor.user.pk):
+    # A session with no author (its creator's account was deleted, or a process made it) is
+    # nobody's to take over either: the REST rule (sessions.selectors.session_get) says the same.
+    if actor.user is not None and session.created_by_user_id != actor.user.pk:
         raise Conflict(
             f"Session {session.external_id!r} belongs to another person: use another id.",
             details={"external_id": ["belongs to another person"]},

@@ -130,11 +130,11 @@ def test_another_persons_session_id_gives_memories_and_leaves_their_session_alon
     assert RECALLED not in run(bob_agent, "prompt", "UserPromptSubmit", bobs.path, prompt=PROMPT)
 
 
-def test_a_session_given_back_but_refused_for_pushes_and_recall(
+def test_a_session_nobody_authored_is_nobodys_to_take_over(
     alice_agent: Agent, alice_client: APIClient, project: Project, tmp_path: Path
 ) -> None:
-    """A session nobody authored (made by the system) is returned by POST /sessions/, but the
-    transcript push, the recall and the injection into it answer 403."""
+    """A session with no author (made by a process, or its creator's account deleted): POST
+    /sessions/ answers 409 and recall into it 403, as for another person's."""
     add_memories(alice_client)
     session_get_or_create(project=project, actor=Actor.for_system("import"), external_id=SID)
     transcript = ClaudeCodeTranscript(tmp_path / f"{SID}.jsonl", SID)
@@ -150,6 +150,7 @@ def test_a_session_given_back_but_refused_for_pushes_and_recall(
     assert RECALLED in recalled
     assert pushed == ended == ""
     assert session_state(SID) == ([], "active", 0)
-    for line in refusals(alice_agent, "session-start", "prompt", "push", "end"):
-        assert "unusable session: it belongs to another person" in line
-        assert "HTTP 403 permission_denied: This is another person's session" in line
+    lines = refusals(alice_agent, "session-start", "prompt", "push", "end")
+    assert all("unusable session: it belongs to another person" in line for line in lines)
+    assert "HTTP 409 conflict" in lines[0]
+    assert "HTTP 403 permission_denied: This is another person's session" in lines[1]

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from rest_framework.test import APIClient
 
+from accounts.models import User
+from memoryhub.memories.models import Memory
 from memoryhub.pipeline import services
+from memoryhub.pipeline.models import Job
 from projects.models import Project
 from tests.pipeline.test_pipeline_e2e import push_session
 from tests.recall.memories import add_memory
@@ -67,3 +70,38 @@ def test_bank_stats_count_only_what_the_caller_may_see(
     assert alice_stats["total"] == 1 and alice_stats["by_kind"] == {"fact": 1}
     assert bob_stats["total"] == 3
     assert bob_stats["by_kind"] == {"fact": 1, "user": 1, "feedback": 1}
+
+
+def _extract_all(project: Project) -> None:
+    for job_id in services.stage1_enqueue_due(project=project):
+        assert services.stage1_run(job_id=job_id) == "done"
+
+
+def _preferences(owner: User) -> list[Memory]:
+    return list(Memory.objects.filter(kind="user", owner=owner, created_via="pipeline"))
+
+
+def test_each_persons_extraction_keeps_their_own_memories(
+    alice: User, bob: User, alice_client: APIClient, bob_client: APIClient, project: Project
+) -> None:
+    # alice says it first; her memory is archived. bob says the same in his own session.
+    push_session(alice_client, "alice-s")
+    _extract_all(project)
+    (hers,) = _preferences(alice)
+    archived = alice_client.post(f"{P}memories/{hers.public_id}/archive/", {}, format="json")
+    assert archived.status_code == 200
+    push_session(bob_client, "bob-s")
+    # A memory of alice's citing bob's session and records is no extraction of bob's.
+    decoy = add_memory(
+        alice_client,
+        "alice's own words about bob's session",
+        kind="user",
+        source={"session": "bob-s", "record_start": 0, "record_end": 0},
+    )
+    _extract_all(project)
+    (his,) = _preferences(bob)
+    assert his.content == hers.content and his.status == "active"
+    job = Job.objects.get(session__external_id="bob-s", kind=Job.Kind.STAGE1)
+    assert job.detail["memory_ids"] and job.detail["kept"] == 0
+    assert hers.pk not in job.detail["memory_ids"]
+    assert Memory.objects.get(public_id=decoy).pk not in job.detail["memory_ids"]

@@ -9,12 +9,14 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
+from accounts.actors import Actor
 from accounts.models import User
 from memoryhub.core.models import AuditEvent
 from memoryhub.integrations.hindsight import services as hindsight_services
 from memoryhub.memories.models import BankArtifact, Memory
 from memoryhub.pipeline import services as pipeline_services
 from memoryhub.pipeline.models import Job
+from memoryhub.sessions import services as session_services
 from memoryhub.sessions.models import AgentSession, SessionRecord
 from projects.models import Project
 from tests.integrations.hindsight.omp import MORE_TURNS, TURNS, full_session_body
@@ -409,3 +411,15 @@ def test_a_document_belongs_to_whoever_retained_it_first(
     assert "another person" in refused.json()["detail"]
     records = SessionRecord.objects.filter(session__external_id="notes")
     assert [r.content for r in records] == ["alice: I prefer tabs."]
+
+
+def test_a_document_whose_author_is_gone_is_nobodys_to_append_to(
+    alice_client: APIClient, project: Project
+) -> None:
+    # Its creator's account was deleted (created_by_user is now empty), or a process made it.
+    session_services.session_get_or_create(
+        project=project, actor=Actor.for_system("import"), external_id="orphan"
+    )
+    body = {"items": [{"content": "my words", "document_id": "orphan", "update_mode": "append"}]}
+    assert alice_client.post(f"{V}/alpha/memories", body, format="json").status_code == 409
+    assert not SessionRecord.objects.filter(session__external_id="orphan").exists()
