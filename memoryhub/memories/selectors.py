@@ -176,25 +176,28 @@ def memory_extracted_before(
     content_hash: str,
     owner: User | None,
 ) -> Memory | None:
-    """The memory a re-extraction replaces: the same kind, scope and owner (`owner` is the
-    session's author; None for a project-scope kind), and either extracted from the same
-    session and record range or (when it was archived or marked stale, which memory_remember
-    does not merge into) the same content. Never another person's memory, nor one a person
-    wrote citing that range: each person's extraction keeps their own. None when it is new."""
-    scope = DEFAULT_SCOPE.get(kind, Scope.PROJECT)
-    mine = Q(scope=Scope.USER, owner=owner) if scope == Scope.USER else Q(scope=Scope.PROJECT)
+    """The memory a re-extraction replaces, of the same kind: the pipeline's own extraction
+    from this session and record range (the session is its author's, so this is theirs, even
+    after they shared it with the project), or, when it was archived or marked stale (which
+    memory_remember does not merge into), the same content of the same scope and owner
+    (`owner` is the session's author). Never another person's memory, nor one somebody wrote
+    citing that range. None when the extraction is new."""
     same_source = Q(
         source_session=source_session,
         source_record_start=record_start,
         source_record_end=record_end,
         created_via__in=(Memory.Via.PIPELINE, Memory.Via.DREAM),
     )
+    scope = DEFAULT_SCOPE.get(kind, Scope.PROJECT)
     withdrawn = Q(
-        content_hash=content_hash, status__in=(Memory.Status.ARCHIVED, Memory.Status.STALE)
+        content_hash=content_hash,
+        status__in=(Memory.Status.ARCHIVED, Memory.Status.STALE),
+        scope=scope,
+        owner=owner if scope == Scope.USER else None,
     )
     query = withdrawn | same_source if source_session else withdrawn
     return (
-        Memory.objects.filter(mine, project=project, kind=kind)
+        Memory.objects.filter(project=project, kind=kind)
         .filter(query)
         .order_by("created_at", "pk")
         .first()
