@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from memoryhub.core import parsers
 from memoryhub.sessions.records import (
     ASSISTANT,
@@ -71,7 +73,9 @@ class TranscriptFormatError(ValueError):
     def __init__(self, line: int, reason: str) -> None:
         self.line = line
         self.reason = reason
-        super().__init__(f"line {line}: {reason}" if line else reason)
+        super().__init__(
+            _("line %(line)s: %(reason)s") % {"line": line, "reason": reason} if line else reason
+        )
 
 
 @dataclass
@@ -150,9 +154,9 @@ def detect_format(first_lines: list[bytes]) -> str:
         if detected:
             return detected
     if not seen:
-        raise TranscriptFormatError(0, "the transcript is empty")
+        raise TranscriptFormatError(0, _("the transcript is empty"))
     raise TranscriptFormatError(
-        0, "not a MewCode or Claude Code transcript: no leading line has either format's shape"
+        0, _("not a MewCode or Claude Code transcript: no leading line has either format's shape")
     )
 
 
@@ -201,17 +205,23 @@ def parse_mewcode_meta(raw: bytes) -> MewcodeMeta:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise TranscriptFormatError(0, f"meta: not valid UTF-8 (at byte {exc.start})") from None
+        raise TranscriptFormatError(
+            0, _("meta: not valid UTF-8 (at byte %(at)s)") % {"at": exc.start}
+        ) from None
     try:
         data = parsers.loads(text, parse_constant=_reject_constant)
     except (ValueError, _Invalid) as exc:
-        raise TranscriptFormatError(0, f"meta: not valid JSON ({_json_reason(exc)})") from None
+        raise TranscriptFormatError(
+            0, _("meta: not valid JSON (%(why)s)") % {"why": _json_reason(exc)}
+        ) from None
     if not isinstance(data, dict):
-        raise TranscriptFormatError(0, f"meta: expected a JSON object, got {_kind(data)}")
+        raise TranscriptFormatError(
+            0, _("meta: expected a JSON object, got %(kind)s") % {"kind": _kind(data)}
+        )
     try:
         meta_id = _str_field(data, "id", required=True)
         if not meta_id:
-            raise _Invalid("'id' must not be empty")
+            raise _Invalid(_("'id' must not be empty"))
         return MewcodeMeta(
             id=meta_id,
             title=_str_field(data, "title"),
@@ -222,7 +232,7 @@ def parse_mewcode_meta(raw: bytes) -> MewcodeMeta:
             last_active=_required_time(data, "last_active"),
         )
     except _Invalid as exc:
-        raise TranscriptFormatError(0, f"meta: {exc.reason}") from None
+        raise TranscriptFormatError(0, _("meta: %(why)s") % {"why": exc.reason}) from None
 
 
 # --- line decoding -----------------------------------------------------------------------
@@ -236,7 +246,9 @@ def _decode_line(lineno: int, raw: bytes) -> dict[str, Any] | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TranscriptFormatError(
-            lineno, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+            lineno,
+            _("not valid UTF-8 (byte 0x%(byte)02x at offset %(at)s)")
+            % {"byte": raw[exc.start], "at": exc.start},
         ) from None
     # Without its terminator a cut-off last line reads "Unterminated string", not "control
     # character" (the newline would otherwise sit inside the open string).
@@ -246,9 +258,13 @@ def _decode_line(lineno: int, raw: bytes) -> dict[str, Any] | None:
     try:
         obj = parsers.loads(text, parse_constant=_reject_constant)
     except (ValueError, _Invalid) as exc:
-        raise TranscriptFormatError(lineno, f"not valid JSON ({_json_reason(exc)})") from None
+        raise TranscriptFormatError(
+            lineno, _("not valid JSON (%(why)s)") % {"why": _json_reason(exc)}
+        ) from None
     if not isinstance(obj, dict):
-        raise TranscriptFormatError(lineno, f"expected a JSON object, got {_kind(obj)}")
+        raise TranscriptFormatError(
+            lineno, _("expected a JSON object, got %(kind)s") % {"kind": _kind(obj)}
+        )
     if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(obj):
         raise TranscriptFormatError(
             lineno, "contains an unpaired UTF-16 surrogate escape (not valid Unicode text)"
@@ -300,7 +316,10 @@ def _str_field(obj: dict[str, Any], key: str, *, where: str = "", required: bool
     if value is None and not required:
         return ""
     if not isinstance(value, str):
-        raise _Invalid(f"{where}'{key}' must be a string, got {_kind(value)}")
+        raise _Invalid(
+            _("%(where)s'%(key)s' must be a string, got %(kind)s")
+            % {"where": where, "key": key, "kind": _kind(value)}
+        )
     return value
 
 
@@ -334,14 +353,19 @@ def _timestamp(obj: dict[str, Any], key: str = "timestamp") -> datetime | None:
         return parse_timestamp(value)
     except ValueError:
         if isinstance(value, str):
-            raise _Invalid(f"'{key}' {value!r} is not an ISO 8601 timestamp") from None
-        raise _Invalid(f"'{key}' must be an ISO 8601 string, got {_kind(value)}") from None
+            raise _Invalid(
+                _("'%(key)s' %(value)r is not an ISO 8601 timestamp") % {"key": key, "value": value}
+            ) from None
+        raise _Invalid(
+            _("'%(key)s' must be an ISO 8601 string, got %(kind)s")
+            % {"key": key, "kind": _kind(value)}
+        ) from None
 
 
 def _required_time(obj: dict[str, Any], key: str) -> datetime:
     value = _timestamp(obj, key)
     if value is None:
-        raise _Invalid(f"'{key}' is required")
+        raise _Invalid(_("'%(key)s' is required") % {"key": key})
     return value
 
 
@@ -390,16 +414,19 @@ class MewcodeParser(_Parser):
 def _mewcode_record(obj: dict[str, Any], *, where: str) -> RecordInput:
     """Validate one record dict (a line, or an entry of a boundary's keep list)."""
     if "type" not in obj:
-        raise _Invalid(f"{where}record has no 'type'")
+        raise _Invalid(_("%(where)srecord has no 'type'") % {"where": where})
     record_type = obj["type"]
     if not isinstance(record_type, str):
         raise _Invalid(f"{where}'type' must be a string, got {_kind(record_type)}")
     if record_type not in RECORD_TYPES:
         raise _Invalid(
-            f"{where}unknown record type {record_type!r}; expected one of {', '.join(RECORD_TYPES)}"
+            _("%(where)sunknown record type %(type)r; expected one of %(types)s")
+            % {"where": where, "type": record_type, "types": ", ".join(RECORD_TYPES)}
         )
     if "content" not in obj:
-        raise _Invalid(f"{where}{record_type} record has no 'content'")
+        raise _Invalid(
+            _("%(where)s%(type)s record has no 'content'") % {"where": where, "type": record_type}
+        )
     content = obj["content"]
     tool_use_id = _str_field(obj, "tool_use_id", where=where)
     is_error = _bool_field(obj, "is_error", where)

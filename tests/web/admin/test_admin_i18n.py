@@ -90,6 +90,27 @@ def test_import_refusals_speak_chinese(
         assert "not valid UTF-8" not in html and "Not a readable" not in html
 
 
+def test_transcript_refusals_speak_chinese(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    meta = b'{"id": "s1", "created_at": "yesterday", "last_active": "2026-03-14T10:00:00"}'
+    upload = zip_bytes(
+        {
+            ".mewcode/sessions/s1.jsonl": b'{"type": "user", "content": "hi"}\n{bad json\n',
+            ".mewcode/sessions/s1.meta": meta,
+        }
+    )
+    response = web_client(alice).post(
+        "/p/alpha/import-export/import/",
+        {"format": "mewcode", "upload": SimpleUploadedFile("ws.zip", upload), "action": "import"},
+        **ZH,  # type: ignore[arg-type]
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "meta：&#x27;created_at&#x27; &#x27;yesterday&#x27; 不是 ISO 8601 时间戳" in html, html
+    assert "not an ISO 8601" not in html
+
+
 def test_an_import_a_member_may_not_make_says_why_in_chinese(
     bob: User, project: Project, web_client: Callable[[User], Client]
 ) -> None:
