@@ -42,7 +42,9 @@ def interchange_import(
     except FormatError as exc:  # a problem that stops the reader: nothing more to find
         raise ImportFailed([exc.as_error()]) from None
     if bundle.errors:
-        raise ImportFailed(bundle.errors)
+        # The transcripts are otherwise read as they are imported, after these: check them
+        # now too, so the refusal lists every problem at once.
+        raise ImportFailed(bundle.errors + services.transcript_problems(bundle))
     if bundle.empty:
         expected = DESCRIPTIONS[format].split(": ", 1)[1]
         message = gettext("found nothing to import as %(format)s; expected %(expected)s")

@@ -57,7 +57,7 @@ from memoryhub.recall import selectors as recall_selectors
 from memoryhub.recall import services as recall_services
 from memoryhub.sessions import selectors as session_selectors
 from memoryhub.sessions import services as session_services
-from memoryhub.sessions.importers import TranscriptFormatError
+from memoryhub.sessions.importers import TranscriptFormatError, parse_transcript
 from projects.models import Project, Role
 from projects.selectors import ProjectAccess
 
@@ -388,6 +388,19 @@ def _import_sessions(
             continue
         session_imports.extraction_ensure(session)
         result.created["sessions"] += 1
+
+
+def transcript_problems(bundle: Bundle) -> list[dict[str, Any]]:
+    """The first format problem of each transcript in the bundle, read without writing."""
+    problems = []
+    for item in bundle.sessions:
+        try:
+            with item.transcript.open() as lines:
+                for _record in parse_transcript(_lines(lines), format=item.transcript_format):
+                    pass
+        except TranscriptFormatError as exc:
+            problems.append(problem(item.file, exc.line or None, exc.reason))
+    return problems
 
 
 def _lines(stream: Iterable[bytes]) -> Iterable[bytes]:

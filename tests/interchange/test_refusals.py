@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import User
 from memoryhub.memories.models import Memory
+from memoryhub.sessions.models import AgentSession
 from projects.models import Project
 from tests.interchange.helpers import import_url, tree_files, upload, zip_bytes
 
@@ -50,6 +51,22 @@ def test_every_bad_line_of_a_file_is_listed(project: Project, alice_client: APIC
         (".mewcode/memories.md", 1),
         (".mewcode/memories.md", 2),
     ]
+
+
+def test_a_broken_transcript_is_listed_with_the_other_files_problems(
+    project: Project, alice_client: APIClient
+) -> None:
+    files = {
+        ".mewcode/memories.md": b"- before any header\n",
+        ".mewcode/sessions/s1.jsonl": b'{"type": "user", "content": "hi"}\n{bad json\n',
+        ".mewcode/sessions/s2.jsonl": b'{"type": "user", "content": "fine"}\n',
+    }
+    problems = errors_of(upload(alice_client, "alpha", "mewcode", zip_bytes(files)))
+    assert [(p["file"], p["line"]) for p in problems] == [
+        (".mewcode/memories.md", 1),
+        (".mewcode/sessions/s1.jsonl", 2),
+    ]
+    assert not AgentSession.objects.exists()
 
 
 def test_files_that_are_not_utf8_are_listed_with_the_rest(
