@@ -105,6 +105,12 @@ def session_get(
     return session
 
 
+def own_session(*, access: ProjectAccess, ref: str | None) -> AgentSession | None:
+    """The session a read names (`session_id`), which must be the caller's own: what the read
+    returns is marked as shown to it. None when the read names none."""
+    return session_get(access=access, ref=ref, author_only=True) if ref else None
+
+
 def records_page(
     *, session: AgentSession, after: int | None, types: tuple[str, ...]
 ) -> QuerySet[SessionRecord]:

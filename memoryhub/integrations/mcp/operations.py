@@ -35,10 +35,8 @@ from memoryhub.sessions import selectors as session_selectors
 from memoryhub.sessions import services as session_services
 from memoryhub.sessions.api import SessionOutputSerializer
 from memoryhub.sessions.conversation import estimate_tokens, messages_to_records
-from memoryhub.sessions.models import AgentSession
 from memoryhub.sessions.records import RecordInput, record_from_dict
 from projects.models import Role
-from projects.selectors import ProjectAccess
 
 SEARCH_DEFAULT_K = 10  # meow-memory: k 10, the first five whatever was seen, then five unseen
 SEARCH_MAX_K = 50
@@ -105,11 +103,6 @@ def _flatten(errors: Any) -> list[str]:
     return [str(errors)]
 
 
-def _session(access: ProjectAccess, ref: str | None) -> AgentSession | None:
-    """The session a read marks as shown: the caller's own (session_get, author_only)."""
-    return session_selectors.session_get(access=access, ref=ref, author_only=True) if ref else None
-
-
 def memory_dict(memory: Memory) -> dict[str, Any]:
     return dict(MemoryOutputSerializer(memory).data)
 
@@ -170,7 +163,7 @@ def memory_search(
             kinds=tuple(kind for kind in resolved if kind),
             statuses=tuple(statuses) or (Memory.Status.ACTIVE,),
             days=days,
-            session=_session(access, session_id),
+            session=session_selectors.own_session(access=access, ref=session_id),
         ),
     )
     ranked = [(rank, hit) for rank, hit in enumerate(hits, start=1)]
@@ -284,7 +277,10 @@ def memory_find_similar(
     access = access_for(caller, project)
     target = selectors.memory_get(access=access, public_id=_uuid(memory_id))
     found = similar.find_similar(
-        access=access, target=target, k=k, session=_session(access, session_id)
+        access=access,
+        target=target,
+        k=k,
+        session=session_selectors.own_session(access=access, ref=session_id),
     )
     results = []
     lines = [] if found else ["No similar memory."]
@@ -484,7 +480,7 @@ def injection_prompt(
     caller: Caller, project: str | None, profile: str, session_id: str | None
 ) -> str:
     access = access_for(caller, project)
-    session = _session(access, session_id)
+    session = session_selectors.own_session(access=access, ref=session_id)
     payload = injection.build_payload(access=access, profile=injection.Profile(profile))
     if session is not None:
         injection.mark_injected(session=session, payload=payload)

@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from accounts.actors import actor_of
 from memoryhub.recall import injection, services
 from memoryhub.recall.layout import Payload
-from memoryhub.sessions.selectors import session_get
+from memoryhub.sessions.selectors import own_session
 from projects.selectors import project_access
 
 
@@ -117,11 +117,7 @@ class InjectionApi(APIView):
         params = self.InjectionInput(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        session = (
-            session_get(access=access, ref=data["session_id"], author_only=True)
-            if data.get("session_id")
-            else None
-        )
+        session = own_session(access=access, ref=data.get("session_id"))
         if data["format"] == "text":
             render, content_type = _text, "text/plain; charset=utf-8"
         else:

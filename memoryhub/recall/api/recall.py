@@ -15,7 +15,7 @@ from memoryhub.recall import recall_files, services
 from memoryhub.recall.api.serializers import datetime_out
 from memoryhub.recall.models import RecallFile
 from memoryhub.recall.search import Hit
-from memoryhub.sessions.selectors import session_get
+from memoryhub.sessions.selectors import own_session
 from projects.selectors import project_access
 
 
@@ -130,9 +130,7 @@ class RecallApi(APIView):
         data = payload.validated_data
         result = services.recall_for_message(
             access=access,
-            session=session_get(access=access, ref=data["session_id"], author_only=True)
-            if data.get("session_id")
-            else None,
+            session=own_session(access=access, ref=data.get("session_id")),
             query=data["query"],
             recent_tools=data.get("recent_tools", ()),
             as_of=data.get("as_of"),

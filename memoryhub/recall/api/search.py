@@ -14,7 +14,7 @@ from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
 from memoryhub.recall import search
 from memoryhub.recall.api.serializers import MemoryRowSerializer, memory_row
-from memoryhub.sessions.selectors import session_get
+from memoryhub.sessions.selectors import own_session
 from projects.selectors import project_access
 
 
@@ -59,11 +59,7 @@ class MemorySearchApi(APIView):
         statuses = data.get("status") or (Memory.Status.ACTIVE,)
         if "all" in statuses:
             statuses = tuple(Memory.Status.values)
-        session = (
-            session_get(access=access, ref=data["session_id"], author_only=True)
-            if data.get("session_id")
-            else None
-        )
+        session = own_session(access=access, ref=data.get("session_id"))
         hits = search.memory_search(
             access=access,
             query=search.SearchQuery(

@@ -12,7 +12,7 @@ from accounts.actors import actor_of
 from memoryhub.memories import selectors
 from memoryhub.recall import similar
 from memoryhub.recall.similar import Similar
-from memoryhub.sessions.selectors import session_get
+from memoryhub.sessions.selectors import own_session
 from projects.selectors import project_access
 
 
@@ -63,11 +63,7 @@ class MemorySimilarApi(APIView):
         params = self.SimilarInput(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        session = (
-            session_get(access=access, ref=data["session_id"], author_only=True)
-            if data.get("session_id")
-            else None
-        )
+        session = own_session(access=access, ref=data.get("session_id"))
         results = similar.find_similar(access=access, target=target, k=data["k"], session=session)
         output = self.SimilarOutput(
             {"results": results}, context={"content_max": data["content_max"]}
