@@ -47,9 +47,42 @@ def _blank(label: Any) -> list[tuple[str, Any]]:
     return [("", label)]
 
 
+class ChoiceListField(forms.ChoiceField):
+    """One choice, or several in the API's comma-separated form (`?status=active,stale`), so a
+    link copied from an API query opens the page it names. A list is added to the menu as
+    one more entry, labelled with its parts, so the page shows what it filters by."""
+
+    def to_python(self, value: Any) -> str:
+        parts = [p.strip() for p in str(value or "").split(",") if p.strip()]
+        return ",".join(dict.fromkeys(parts))
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        return self.to_python(data)  # the menu marks "active, stale" as the entry it added
+
+    def validate(self, value: str) -> None:
+        if self.required and not value:
+            raise ValidationError(self.error_messages["required"], code="required")
+        choices: list[tuple[Any, Any]] = list(self.choices)  # type: ignore[arg-type]
+        labels = {str(key): str(label) for key, label in choices}
+        for part in self.values(value):
+            if part not in labels:
+                raise ValidationError(
+                    self.error_messages["invalid_choice"],
+                    code="invalid_choice",
+                    params={"value": part},
+                )
+        if value not in labels:
+            entry = ", ".join(labels[p] for p in self.values(value))
+            self.choices = [*choices, (value, entry)]
+
+    @staticmethod
+    def values(value: str) -> tuple[str, ...]:
+        return tuple(value.split(",")) if value else ()
+
+
 class MemoryFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=500, label=_("Search"))
-    kind = forms.ChoiceField(
+    kind = ChoiceListField(
         required=False, choices=_blank(_("Any kind")) + KIND_CHOICES, label=_("Kind")
     )
     scope = forms.ChoiceField(
@@ -57,7 +90,7 @@ class MemoryFilterForm(forms.Form):
         choices=[("", _("Any scope")), (Scope.PROJECT, _("Project")), (Scope.USER, _("Mine"))],
         label=_("Scope"),
     )
-    status = forms.ChoiceField(required=False, choices=STATUS_CHOICES, label=_("Status"))
+    status = ChoiceListField(required=False, choices=STATUS_CHOICES, label=_("Status"))
     importance = forms.IntegerField(
         required=False, min_value=1, max_value=32767, label=_("Importance")
     )

@@ -82,6 +82,32 @@ def test_bad_filters_answer_400_with_the_form(
     assert b"form-errors" in response.content
 
 
+def test_filters_take_the_apis_comma_separated_lists(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    remember(project, alice, "Active deploy rule.", kind="rule")
+    remember(project, alice, "Stale fact about the build.", status="stale")
+    remember(project, alice, "Archived fact about the build.", status="archived")
+    remember(project, alice, "Proposed lesson about flaky tests.", kind="lesson", status="proposed")
+    client = web_client(alice)
+
+    response = client.get(url("memories"), {"status": "active, archived"})
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Active deploy rule" in page and "Archived fact" in page
+    assert "Stale fact" not in page and "Proposed lesson" not in page
+    # The menu shows the list it filters by, selected, instead of the default entry.
+    assert '<option value="active,archived" selected>Active, Archived</option>' in page
+
+    kinds = client.get(url("memories"), {"kind": "rule,lesson", "status": "all"}).content.decode()
+    assert "Active deploy rule" in kinds and "Proposed lesson" in kinds
+    assert "Stale fact" not in kinds
+
+    refused = client.get(url("memories"), {"status": "active,gone"})
+    assert refused.status_code == 400
+    assert "gone is not one of the available choices" in refused.content.decode()
+
+
 def test_keyset_pagination_walks_every_memory_once(
     alice: User, project: Project, web_client: Callable[[User], Client]
 ) -> None:

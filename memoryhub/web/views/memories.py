@@ -43,15 +43,16 @@ CHAIN_MAX = 10
 
 
 def _statuses(value: str) -> tuple[str, ...]:
-    if value == "all":
+    statuses = forms.ChoiceListField.values(value)
+    if "all" in statuses:
         return tuple(Memory.Status.values)
-    return (value,) if value else selectors.DEFAULT_STATUSES
+    return statuses or selectors.DEFAULT_STATUSES
 
 
 def _filters(data: dict[str, Any]) -> selectors.MemoryFilters:
     age = forms.AGES.get(data.get("age") or "")
     return selectors.MemoryFilters(
-        kinds=(data["kind"],) if data.get("kind") else (),
+        kinds=forms.ChoiceListField.values(data.get("kind") or ""),
         scope=data.get("scope") or None,
         statuses=_statuses(data.get("status") or ""),
         subcategory=data.get("subcategory") or None,
