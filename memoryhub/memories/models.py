@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from memoryhub.core.models import ActorStamped
 from memoryhub.memories.kinds import Kind, Scope, Subcategory, owner_matches_scope
@@ -27,19 +28,24 @@ def content_hash(content: str) -> str:
 
 def validate_metadata(value: Any) -> None:
     if not isinstance(value, dict):
-        raise ValidationError("Metadata must be a JSON object.")
+        raise ValidationError(_("Metadata must be a JSON object."))
     size = len(json.dumps(value, ensure_ascii=False).encode())
     if size > METADATA_MAX_BYTES:
-        raise ValidationError(f"Metadata is {size} bytes; the limit is {METADATA_MAX_BYTES}.")
+        raise ValidationError(
+            _("Metadata is %(size)s bytes; the limit is %(limit)s.")
+            % {"size": size, "limit": METADATA_MAX_BYTES}
+        )
 
 
 def validate_keywords(value: Any) -> None:
     if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
-        raise ValidationError("Keywords must be a list of strings.")
+        raise ValidationError(_("Keywords must be a list of strings."))
     if len(value) > KEYWORDS_MAX:
-        raise ValidationError(f"A memory has at most {KEYWORDS_MAX} keywords.")
+        raise ValidationError(_("A memory has at most %(n)s keywords.") % {"n": KEYWORDS_MAX})
     if any(len(k) > KEYWORD_MAX_CHARS for k in value):
-        raise ValidationError(f"A keyword has at most {KEYWORD_MAX_CHARS} characters.")
+        raise ValidationError(
+            _("A keyword has at most %(n)s characters.") % {"n": KEYWORD_MAX_CHARS}
+        )
 
 
 class Memory(models.Model):
@@ -143,27 +149,27 @@ class Memory(models.Model):
         constraint validation, which costs one query per constraint per memory."""
         errors: dict[str, str] = {}
         if self.goal and self.kind != Kind.TOPIC:
-            errors["goal"] = "Only topic memories have a goal."
+            errors["goal"] = _("Only topic memories have a goal.")
         if self.subcategory and self.kind != Kind.PROJECT:
-            errors["subcategory"] = "Only project memories have a subcategory."
+            errors["subcategory"] = _("Only project memories have a subcategory.")
         if self.scope == Scope.USER and self.owner_id is None:
-            errors["scope"] = "A user-scope memory needs an owner."
+            errors["scope"] = _("A user-scope memory needs an owner.")
         if self.scope == Scope.PROJECT and self.owner_id is not None:
-            errors["scope"] = "A project-scope memory has no owner."
+            errors["scope"] = _("A project-scope memory has no owner.")
         if isinstance(self.importance, int) and self.importance < 1:
-            errors["importance"] = "Importance must be at least 1."
+            errors["importance"] = _("Importance must be at least 1.")
         if (
             self.source_record_start is not None
             and self.source_record_end is not None
             and self.source_record_end < self.source_record_start
         ):
-            errors["source"] = "record_end must be >= record_start."
+            errors["source"] = _("record_end must be >= record_start.")
         if len(self.content) > settings.MEMORY_MAX_CONTENT_CHARS:
-            errors["content"] = (
-                f"Content has at most {settings.MEMORY_MAX_CONTENT_CHARS} characters."
-            )
+            errors["content"] = _("Content has at most %(n)s characters.") % {
+                "n": settings.MEMORY_MAX_CONTENT_CHARS
+            }
         if not self.content.strip():
-            errors["content"] = "Content must not be blank."
+            errors["content"] = _("Content must not be blank.")
         if errors:
             raise ValidationError(errors)
 

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.actors import Actor
 from memoryhub.core import redaction
@@ -267,7 +268,9 @@ def _build(project: Project, actor: Actor, data: MemoryInput) -> Memory:
     _redact(memory)
     memory.content_hash = content_hash(memory.content)
     if memory.scope == Scope.USER and memory.owner is None:
-        raise ValidationError({"scope": "A user-scope memory needs a person behind the request."})
+        raise ValidationError(
+            {"scope": _("A user-scope memory needs a person behind the request.")}
+        )
     _validate(memory, new=True)
     return memory
 
@@ -308,7 +311,7 @@ def memory_bulk_create(
     """
     if len(items) > BULK_MAX_ITEMS:
         raise ApplicationError(
-            f"At most {BULK_MAX_ITEMS} memories per request.",
+            _("At most %(n)s memories per request.") % {"n": BULK_MAX_ITEMS},
             details={"items": [f"got {len(items)}"]},
         )
     memories: list[Memory] = []
@@ -343,7 +346,9 @@ def memory_update(
     (an import keeps its source's time), else now."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
-        raise ApplicationError(f"Cannot change {', '.join(sorted(unknown))} here.")
+        raise ApplicationError(
+            _("Cannot change %(fields)s here.") % {"fields": ", ".join(sorted(unknown))}
+        )
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     before = memory.snapshot()
     for name, value in changes.items():
@@ -392,15 +397,15 @@ def memory_set_status(
     sources, verb = _TRANSITIONS[status]
     if memory.status not in sources:
         raise ApplicationError(
-            f"A {memory.status} memory cannot become {status}.",
+            _("A %(old)s memory cannot become %(new)s.") % {"old": memory.status, "new": status},
             details={"status": [f"allowed from: {', '.join(sorted(sources))}"]},
         )
     if status == Memory.Status.STALE and not reason.strip():
-        raise ValidationError({"reason": "Say why the memory is stale."})
+        raise ValidationError({"reason": _("Say why the memory is stale.")})
     if superseded_by is not None and (
         superseded_by.pk == memory.pk or superseded_by.project_id != memory.project_id
     ):
-        raise ValidationError({"superseded_by": "Must be another memory of the same project."})
+        raise ValidationError({"superseded_by": _("Must be another memory of the same project.")})
     before = memory.snapshot()
     memory.status = status
     memory.status_reason = "" if status == Memory.Status.ACTIVE else reason.strip()
@@ -626,7 +631,8 @@ def memory_approve(*, memory: Memory, actor: Actor) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.status != Memory.Status.PROPOSED:
         raise ApplicationError(
-            f"Only proposed memories can be approved; this one is {memory.status}."
+            _("Only proposed memories can be approved; this one is %(status)s.")
+            % {"status": memory.status}
         )
     memory.status = Memory.Status.ACTIVE
     memory.updated_at = timezone.now()
@@ -651,10 +657,11 @@ def memory_reject(*, memory: Memory, actor: Actor, reason: str) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.status != Memory.Status.PROPOSED:
         raise ApplicationError(
-            f"Only proposed memories can be rejected; this one is {memory.status}."
+            _("Only proposed memories can be rejected; this one is %(status)s.")
+            % {"status": memory.status}
         )
     if not reason.strip():
-        raise ValidationError({"reason": "Say why the memory is rejected."})
+        raise ValidationError({"reason": _("Say why the memory is rejected.")})
     before = memory.snapshot()
     memory.status = Memory.Status.ARCHIVED
     memory.status_reason = reason.strip()[:1000]
@@ -678,9 +685,9 @@ def memory_promote(*, memory: Memory, actor: Actor) -> Memory:
 
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.scope != Scope.USER:
-        raise ApplicationError("Only user-scope memories can be promoted to the project.")
+        raise ApplicationError(_("Only user-scope memories can be promoted to the project."))
     if actor.user is None or memory.owner_id != actor.user.pk:
-        raise PermissionDenied("Only the memory's owner can share it with the project.")
+        raise PermissionDenied(_("Only the memory's owner can share it with the project."))
     before = {"scope": memory.scope, "owner": memory.owner.username if memory.owner else None}
     memory.scope = Scope.PROJECT
     memory.owner = None
@@ -707,7 +714,7 @@ def memory_merge(
     promote it first).
     """
     if keep.pk == other.pk:
-        raise ValidationError({"other": "Pick two different memories."})
+        raise ValidationError({"other": _("Pick two different memories.")})
     # Lock in id order so two opposite merges cannot deadlock.
     locked = {
         m.pk: m
@@ -717,14 +724,17 @@ def memory_merge(
     }
     keep, other = locked[keep.pk], locked[other.pk]
     if keep.project_id != other.project_id:
-        raise ValidationError({"other": "Both memories must belong to the same project."})
+        raise ValidationError({"other": _("Both memories must belong to the same project.")})
     if (keep.scope, keep.owner_id) != (other.scope, other.owner_id):
         raise ValidationError(
-            {"other": "Both memories must have the same scope (promote a user memory first)."}
+            {"other": _("Both memories must have the same scope (promote a user memory first).")}
         )
     for memory in (keep, other):
         if memory.status not in MERGEABLE_STATUSES:
-            raise ApplicationError(f"A {memory.status} memory cannot be merged; restore it first.")
+            raise ApplicationError(
+                _("A %(status)s memory cannot be merged; restore it first.")
+                % {"status": memory.status}
+            )
     merged_content = content if content is not None else f"{keep.content}\n\n{other.content}"
     before = keep.snapshot()
     keep.content = merged_content
@@ -787,7 +797,7 @@ def memory_delete_unsafe(*, memory: Memory, actor: Actor, confirm: str) -> None:
     memory_delete_confirmation(memory). The project's audit log keeps who deleted what."""
     if confirm.strip() != memory_delete_confirmation(memory):
         raise ValidationError(
-            {"confirm": "Type the first 8 characters of the memory's id to delete it."}
+            {"confirm": _("Type the first 8 characters of the memory's id to delete it.")}
         )
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     from memoryhub.core.services import audit_record  # core's audit log outlives the memory

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from memoryhub.memories.kinds import Scope, owner_matches_scope
 
@@ -23,30 +24,33 @@ def normalize_path(value: str) -> str:
     "a/../../x").
     """
     if not value or not value.strip():
-        raise ValidationError("The path must not be empty.")
+        raise ValidationError(_("The path must not be empty."))
     if len(value) > PATH_MAX_CHARS:
-        raise ValidationError(f"The path has at most {PATH_MAX_CHARS} characters.")
+        raise ValidationError(_("The path has at most %(n)s characters.") % {"n": PATH_MAX_CHARS})
     if "\x00" in value:
-        raise ValidationError("The path must not contain NUL.")
+        raise ValidationError(_("The path must not contain NUL."))
     if "\\" in value:
-        raise ValidationError("Use forward slashes in paths.")
+        raise ValidationError(_("Use forward slashes in paths."))
     if value.startswith(("/", "~")) or _DRIVE.match(value):
-        raise ValidationError("The path must be relative to the project root.")
+        raise ValidationError(_("The path must be relative to the project root."))
     normalized = posixpath.normpath(value)
     if normalized == "." or normalized == ".." or normalized.startswith("../"):
-        raise ValidationError("The path must stay inside the project root.")
+        raise ValidationError(_("The path must stay inside the project root."))
     return normalized
 
 
 def validate_path(value: str) -> None:
     if normalize_path(value) != value:
-        raise ValidationError("The path is not in its normal form (no ./, // or ..).")
+        raise ValidationError(_("The path is not in its normal form (no ./, // or ..)."))
 
 
 def validate_file_size(value: str) -> None:
     size = len(value.encode())
     if size > FILE_MAX_BYTES:
-        raise ValidationError(f"The file is {size} bytes; the limit is {FILE_MAX_BYTES}.")
+        raise ValidationError(
+            _("The file is %(size)s bytes; the limit is %(limit)s.")
+            % {"size": size, "limit": FILE_MAX_BYTES}
+        )
 
 
 class RecallSeen(models.Model):
@@ -190,7 +194,7 @@ class RecallFile(ProjectFile):
 
     def clean(self) -> None:
         if not self.path.endswith(".md"):
-            raise ValidationError({"path": "Recall files are .md files."})
+            raise ValidationError({"path": _("Recall files are .md files.")})
 
     def snapshot(self) -> dict[str, object]:
         """What the audit log keeps of a version (not the content)."""

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.actors import Actor
 from accounts.models import User
@@ -61,7 +62,9 @@ def _save_new[T: (InstructionFile, RecallFile)](obj: T) -> T:
         with transaction.atomic():
             obj.save()
     except IntegrityError:
-        raise Conflict(f"{obj.path} was created concurrently; retry.") from None
+        raise Conflict(
+            _("%(path)s was created concurrently; retry.") % {"path": obj.path}
+        ) from None
     return obj
 
 
@@ -136,7 +139,9 @@ def instruction_tree_put(
     project files missing from `files` are deleted. A new or changed file is dated by its
     `mtimes` entry (an import's source file time), else now."""
     if len(files) > TREE_MAX_FILES:
-        raise ValidationError({"files": f"At most {TREE_MAX_FILES} files per upload."})
+        raise ValidationError(
+            {"files": _("At most %(n)s files per upload.") % {"n": TREE_MAX_FILES}}
+        )
     tree: dict[str, str] = {}
     errors: dict[str, list[str]] = {}
     for raw_path, content in files.items():
@@ -220,7 +225,7 @@ def _owner_for(scope: str, actor: Actor) -> User | None:
     if scope == Scope.PROJECT:
         return None
     if actor.user is None:
-        raise ApplicationError("User-scope recall files belong to a user; this actor has none.")
+        raise ApplicationError(_("User-scope recall files belong to a user; this actor has none."))
     return actor.user
 
 
@@ -300,7 +305,7 @@ def recall_files_sync(
     """Bring one memory directory (the project's, or the actor's user directory) in line with
     `files`, all or nothing; with delete_missing, stored files not in `files` are deleted."""
     if len(files) > SYNC_MAX_FILES:
-        raise ValidationError({"files": f"At most {SYNC_MAX_FILES} files per sync."})
+        raise ValidationError({"files": _("At most %(n)s files per sync.") % {"n": SYNC_MAX_FILES}})
     owner = _owner_for(scope, actor)
     stored = {
         f.path: f
@@ -316,7 +321,7 @@ def recall_files_sync(
         try:
             path = normalize_path(data.path)
             if path in applied:
-                raise ValidationError(f"Same file as another path ({path}).")
+                raise ValidationError(_("Same file as another path (%(path)s).") % {"path": path})
             file = stored.get(path) or RecallFile(
                 project=project, scope=scope, owner=owner, path=path
             )

@@ -14,6 +14,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.actors import Actor
 from memoryhub.core import redaction
@@ -73,7 +74,8 @@ def _check_author(session: AgentSession, actor: Actor) -> None:
     # nobody's to take over either: the REST rule (sessions.selectors.session_get) says the same.
     if actor.user is not None and session.created_by_user_id != actor.user.pk:
         raise Conflict(
-            f"Session {session.external_id!r} belongs to another person: use another id.",
+            gettext("Session %(id)r belongs to another person: use another id.")
+            % {"id": session.external_id},
             details={"external_id": ["belongs to another person"]},
         )
 
@@ -274,7 +276,7 @@ def records_append(
     _check_limits(records)
     seqs = [r.seq for r in records if r.seq is not None]
     if len(seqs) != len(set(seqs)):
-        raise ValidationError({"records": "seq values must be unique within an append."})
+        raise ValidationError({"records": gettext("seq values must be unique within an append.")})
     # The row lock serialises appends to one session, so indexes stay dense and ordered.
     session = AgentSession.objects.select_for_update().get(pk=session.pk)
     stored = set(
@@ -325,7 +327,7 @@ def session_import(
         )
     if AgentSession.objects.filter(project=project, external_id=external_id).exists():
         raise Conflict(
-            f"Session {external_id!r} already exists in this project.",
+            gettext("Session %(id)r already exists in this project.") % {"id": external_id},
             details={"external_id": [external_id]},
         )
     session, _ = session_get_or_create(

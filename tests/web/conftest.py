@@ -125,10 +125,11 @@ class BrowserPage:
         self.page.wait_for_url(self.base_url + reverse("web:home"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium() -> Iterator[Browser]:
     # Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
-    # test around it are still synchronous.
+    # test around it are still synchronous. Package scope: the loop stops after tests/web, so
+    # asyncio clients of later tests (MCP, Hindsight) can run theirs in any test order.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")

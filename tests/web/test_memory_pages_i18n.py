@@ -185,3 +185,29 @@ def test_a_filter_error_names_the_filter_by_its_label(
     assert response.status_code == 400
     html = response.content.decode()
     assert '<div class="form-errors" role="alert"><p>重要性: ' in html and "importance:" not in html
+
+
+def test_the_services_refusals_follow_the_pages_and_the_apis_language(
+    alice: User, alice_client: APIClient, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    memory = remember(project, alice, "Node 18 in CI.")
+    client = web_client(alice)
+    stale = url("memory", memory) + "stale/"
+    missing = client.post(stale, {"reason": " "}, HTTP_HX_REQUEST="true", **ZH)  # type: ignore[arg-type]
+    assert missing.status_code == 400
+    assert "请说明这条记忆为什么过时。" in missing.content.decode()
+    english = client.post(stale, {"reason": " "}, HTTP_HX_REQUEST="true", **EN)  # type: ignore[arg-type]
+    assert "Say why the memory is stale." in english.content.decode()
+
+    approve = f"/api/v1/projects/alpha/memories/{memory.public_id}/approve/"
+    refused = alice_client.post(approve, **ZH)  # type: ignore[arg-type]
+    assert refused.status_code == 400, refused.content
+    assert refused.json()["error"]["message"] == "只有待审核的记忆才能批准；这条是 active。"
+    blank = alice_client.post(
+        "/api/v1/projects/alpha/memories/",
+        {"content": "  ", "kind": "fact"},
+        format="json",
+        **ZH,  # type: ignore[arg-type]
+    )
+    assert blank.status_code == 400
+    assert "内容不能为空。" in blank.content.decode()
