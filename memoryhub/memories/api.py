@@ -23,6 +23,7 @@ from memoryhub.core.api import (
 from memoryhub.memories import kinds, selectors, services
 from memoryhub.memories.kinds import Kind, Scope, Subcategory
 from memoryhub.memories.models import Memory
+from memoryhub.sessions import selectors as session_selectors
 from projects.models import Role
 from projects.selectors import ProjectAccess, project_access
 
@@ -188,9 +189,9 @@ class MemoryCollectionApi(APIView):
         access = _access(request, slug, write=True)
         payload = MemoryInputSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        memory = services.memory_create(
-            project=access.project, actor=access.actor, data=_to_input(payload.validated_data)
-        )
+        data = _to_input(payload.validated_data)
+        session_selectors.check_citable(access=access, refs=[data.source_session])
+        memory = services.memory_create(project=access.project, actor=access.actor, data=data)
         return Response(MemoryOutputSerializer(memory).data, status=status.HTTP_201_CREATED)
 
 
@@ -218,6 +219,7 @@ class MemoryBulkCreateApi(APIView):
         payload = self.MemoryBulkInput(data=request.data)
         payload.is_valid(raise_exception=True)
         inputs = [_to_input(item) for item in payload.validated_data["items"]]
+        session_selectors.check_citable(access=access, refs=[i.source_session for i in inputs])
         memories = services.memory_bulk_create(
             project=access.project, actor=access.actor, items=inputs
         )

@@ -45,6 +45,19 @@ class RecordInput:
         return data
 
 
+def without_nul(value: Any) -> Any:
+    """`value` with every NUL in its strings (keys included) replaced by U+FFFD. A transcript
+    quotes tool output, a binary file's bytes among it; PostgreSQL's text and JSON cannot hold
+    NUL, and refusing the record would refuse the whole chunk an agent pushes, every time."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, list):
+        return [without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {without_nul(key): without_nul(item) for key, item in value.items()}
+    return value
+
+
 def parse_timestamp(value: Any) -> datetime | None:
     """ISO-8601 → aware datetime; naive times are taken as UTC. Raises ValueError."""
     if value in (None, ""):
@@ -52,7 +65,15 @@ def parse_timestamp(value: Any) -> datetime | None:
     if not isinstance(value, str):
         raise ValueError("timestamp must be an ISO-8601 string")
     parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    try:
+        # Stored in UTC: 9999-12-31T23:59-05:00 is past year 9999 there, which PostgreSQL would
+        # keep and Python could never read back (the session, and the project's backup, broken).
+        parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"timestamp {value!r} is out of range once converted to UTC") from None
+    return parsed
 
 
 def check_shape(record_type: str, content: Any, tool_use_id: str) -> str | None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -109,6 +110,32 @@ def own_session(*, access: ProjectAccess, ref: str | None) -> AgentSession | Non
     """The session a read names (`session_id`), which must be the caller's own: what the read
     returns is marked as shown to it. None when the read names none."""
     return session_get(access=access, ref=ref, author_only=True) if ref else None
+
+
+def check_citable(*, access: ProjectAccess, refs: Iterable[str]) -> None:
+    """A person cites as a memory's source only sessions of their own: a cited session lends
+    the memory its provenance and its tags (tag-scoped recall). A name no session of the
+    project has is provenance from elsewhere (an import) and passes. One query for any number."""
+    if access.actor.user is None:
+        return
+    names = {ref for ref in refs if ref}
+    if not names:
+        return
+    public_ids = []
+    for ref in names:
+        with contextlib.suppress(ValueError):
+            public_ids.append(uuid.UUID(ref))
+    foreign = (
+        AgentSession.objects.filter(project=access.project)
+        .filter(Q(external_id__in=names) | Q(public_id__in=public_ids))
+        .exclude(created_by_user=access.actor.user)
+        .values_list("external_id", flat=True)[:5]
+    )
+    if foreign:
+        raise PermissionDenied(
+            "A memory's source must be a session of your own; "
+            f"{', '.join(sorted(foreign))} is another person's."
+        )
 
 
 def records_page(

@@ -43,6 +43,7 @@ from memoryhub.sessions.records import (
     USER,
     RecordInput,
     record_from_dict,
+    without_nul,
 )
 from memoryhub.sessions.trimming import TrimState, apply_tool_result_budget
 from projects.models import Project
@@ -211,13 +212,12 @@ def _insert(
     rows = []
     start = session.record_count + counters.records
     for offset, record in enumerate(batch):
+        raw_content, raw_metadata = without_nul(record.content), without_nul(record.metadata)
         content, redactions = (
-            redaction.redact_json(record.content) if config.redact_secrets else (record.content, 0)
+            redaction.redact_json(raw_content) if config.redact_secrets else (raw_content, 0)
         )
         metadata, meta_redactions = (
-            redaction.redact_json(record.metadata)
-            if config.redact_secrets
-            else (record.metadata, 0)
+            redaction.redact_json(raw_metadata) if config.redact_secrets else (raw_metadata, 0)
         )
         redactions += meta_redactions
         flagged = contains_injection(content)
@@ -227,7 +227,7 @@ def _insert(
                 index=start + offset,
                 type=record.type,
                 content=content,
-                tool_use_id=record.tool_use_id,
+                tool_use_id=without_nul(record.tool_use_id),
                 is_error=record.is_error,
                 timestamp=record.timestamp,
                 seq=record.seq,

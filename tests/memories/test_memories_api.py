@@ -21,6 +21,30 @@ def create(client: APIClient, **body: Any) -> Any:
     return client.post(URL, body, format="json")
 
 
+def test_a_memory_cites_only_its_authors_own_sessions(
+    alice_client: APIClient, bob_client: APIClient
+) -> None:
+    alices = alice_client.post(
+        URL.replace("memories", "sessions"), {"external_id": "alice-s"}, format="json"
+    )
+    assert alices.status_code == 201
+    public_id = alices.json()["id"]
+    for ref in ("alice-s", public_id):
+        cited = create(bob_client, source={"session": ref, "record_start": 0, "record_end": 3})
+        assert cited.status_code == 403, cited.content
+        assert "another person's" in cited.json()["error"]["message"]
+        bulk = bob_client.post(
+            URL + "bulk/",
+            {"items": [{"content": "x", "kind": "fact", "source": {"session": ref}}]},
+            format="json",
+        )
+        assert bulk.status_code == 403, bulk.content
+    assert not Memory.objects.exists()
+    # Her own session, or a name no session here has (provenance from an import), pass.
+    assert create(alice_client, source={"session": "alice-s"}).status_code == 201
+    assert create(bob_client, source={"session": "from-meow-42"}).status_code == 201
+
+
 def test_it_creates_a_memory_with_provenance(alice_client: APIClient) -> None:
     response = create(
         alice_client,

@@ -213,3 +213,46 @@ def test_another_persons_session_id_is_a_conflict_not_theirs_to_take(
         ).status_code
         == 200
     )
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"])
+def test_a_timestamp_outside_the_years_once_in_utc_is_refused(
+    alice_client: APIClient, stamp: str
+) -> None:
+    new_session(alice_client)
+    response = append(
+        alice_client, "sess-1", [{"type": "user", "content": "x", "timestamp": stamp}]
+    )
+    assert response.status_code == 400, response.content
+    assert (
+        "out of range once converted to UTC"
+        in response.json()["error"]["details"]["records"]["0"][0]
+    )
+    assert SessionRecord.objects.count() == 0
+    # At the edge, in range: stored, and read back.
+    edge = [{"type": "user", "content": "y", "timestamp": "9999-12-31T23:59:59+05:00"}]
+    assert append(alice_client, "sess-1", edge).status_code == 201
+    records = alice_client.get(f"{S}sess-1/records/")
+    assert records.status_code == 200 and records.json()["results"][0]["content"] == "y"
+
+
+def test_nul_in_a_transcript_record_is_kept_as_a_replacement_character(
+    alice_client: APIClient,
+) -> None:
+    new_session(alice_client)
+    records = [
+        {"type": "user", "content": "show me the file"},
+        {
+            "type": "tool_result",
+            "tool_use_id": "call\u00001",
+            "content": "pasted binary \u0000\u0001 garbage",
+            "metadata": {"note\u0000": "x\u0000y"},
+        },
+    ]
+    response = append(alice_client, "sess-1", records)
+    assert response.status_code == 201, response.content  # not the whole chunk refused
+    stored = SessionRecord.objects.order_by("index").last()
+    assert stored is not None
+    assert stored.content == "pasted binary \ufffd\u0001 garbage"
+    assert stored.tool_use_id == "call\ufffd1"
+    assert stored.metadata == {"note\ufffd": "x\ufffdy"}

@@ -428,6 +428,22 @@ class MemoryDetailApi(HindsightView):
         reason = Text(required=False, allow_blank=True, max_length=1000)
         text = Text(required=False, max_length=settings.MEMORY_MAX_CONTENT_CHARS)
 
+        # Fields of Hindsight's UpdateMemoryRequest with no counterpart here: refused by name
+        # rather than answered 200 with nothing changed. null is "leave it", as clients send it.
+        UNSUPPORTED = ("context", "occurred_start", "occurred_end", "fact_type", "entities")
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            given = [f for f in self.UNSUPPORTED if self.initial_data.get(f) is not None]
+            if given:
+                raise serializers.ValidationError(
+                    {
+                        f: "MemoryHub does not change this field of a memory; "
+                        "PATCH accepts text, state and reason"
+                        for f in given
+                    }
+                )
+            return attrs
+
     def _memory(self, bank_id: str, memory_id: str, role: Role = Role.VIEWER) -> tuple[Any, Any]:
         access = banks.require(actor=self.actor, bank_id=bank_id, min_role=role)
         try:

@@ -367,7 +367,10 @@ def _retain_status(access: ProjectAccess, op: str, job_id: int, watermark: int) 
 
 
 def _refresh_status(access: ProjectAccess, op: str, millis: int, model_id: str) -> dict[str, Any]:
-    requested = datetime.fromtimestamp(millis / 1000, tz=UTC)
+    try:
+        requested = datetime.fromtimestamp(millis / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):  # an id no refresh of ours was given
+        raise Http404(f"Operation '{op}' not found") from None
     event = (
         _refresh_events(access)
         .filter(target_id=model_id, created_at__gte=requested, verb__in=[REFRESHED, REFRESH_FAILED])

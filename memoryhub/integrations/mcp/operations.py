@@ -118,6 +118,7 @@ def memory_remember(caller: Caller, project: str | None, fields: dict[str, Any])
     access = access_for(caller, project, role=Role.MEMBER, write=True)
     session_ref = fields.pop("session_id", None)
     data = _valid(MemoryInputSerializer(data={k: v for k, v in fields.items() if v is not None}))
+    session_selectors.check_citable(access=access, refs=[session_ref or ""])
     result = memory_services.memory_remember(
         project=access.project,
         actor=access.actor,

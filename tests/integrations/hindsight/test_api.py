@@ -304,6 +304,10 @@ def test_mental_model_lifecycle(alice_client: APIClient, project: Project) -> No
     )
     status = alice_client.get(f"{V}/alpha/operations/{operation}").json()
     assert status["status"] == "pending"
+    # An id with a time no datetime can hold is an unknown operation, not a 500.
+    for forged in ("mm.99999999999999999999.review-rules", "mm.253402300800000.review-rules"):
+        unknown = alice_client.get(f"{V}/alpha/operations/{forged}")
+        assert unknown.status_code == 404, (forged, unknown.content)
 
     assert (
         hindsight_services.mental_model_refresh(project=project, model_id="review-rules")
@@ -365,6 +369,25 @@ def test_memories_list_and_invalidate(alice_client: APIClient, project: Project)
     alice_client.patch(f"{V}/alpha/memories/{mid}", {"state": "valid"}, format="json")
     assert Memory.objects.get(public_id=mid).status == "active"
     assert alice_client.get(f"{V}/alpha/memories/not-a-uuid").status_code == 404
+    # Fields of UpdateMemoryRequest MemoryHub has no counterpart for are refused by name, with
+    # nothing applied (they used to answer 200 and change nothing); null means "leave it".
+    refused = alice_client.patch(
+        f"{V}/alpha/memories/{mid}",
+        {"fact_type": "experience", "context": "ctx", "text": "The linter is black."},
+        format="json",
+    )
+    assert refused.status_code == 422, refused.content
+    assert {tuple(e["loc"]) for e in refused.json()["detail"]} == {
+        ("body", "fact_type"),
+        ("body", "context"),
+    }
+    assert Memory.objects.get(public_id=mid).content == "The linter is ruff."
+    nulls = alice_client.patch(
+        f"{V}/alpha/memories/{mid}",
+        {"context": None, "text": "The linter is black."},
+        format="json",
+    )
+    assert nulls.status_code == 200 and nulls.json()["text"] == "The linter is black."
 
 
 def test_documents_list_get_delete(alice_client: APIClient, project: Project) -> None:

@@ -456,12 +456,24 @@ def test_another_persons_session_takes_no_words_and_marks_nothing(
     async def bob_body(client: Client) -> Any:
         append = await client.call_tool("session_append", {"session_id": sid, "messages": theirs})
         search = await client.call_tool("memory_search", {"query": "tabs", "session_id": sid})
-        return append, search
+        cite = await client.call_tool(
+            "memory_remember",
+            {
+                "content": "Zebra themes everywhere.",
+                "keywords": ["zebra"],
+                "importance": 2,
+                "session_id": sid,
+            },
+        )
+        return append, search, cite
 
     first = over_http(mcp_http_server.url("/mcp/p/alpha/"), raw_token(alice), alice_body)
     assert not first.is_error, text(first)
-    append, search = over_http(mcp_http_server.url("/mcp/p/alpha/"), raw_token(bob), bob_body)
+    append, search, cite = over_http(mcp_http_server.url("/mcp/p/alpha/"), raw_token(bob), bob_body)
     assert append.is_error and "another person" in text(append)
     assert search.is_error and "another person" in text(search)
+    # Nor is it a source bob can cite (it would lend his memory alice's session and tags).
+    assert cite.is_error and "another person" in text(cite)
+    assert not Memory.objects.filter(content__contains="Zebra").exists()
     session = AgentSession.objects.get(external_id=sid)
     assert session.record_count == 1
