@@ -100,6 +100,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "memoryhub.web.middleware.HtmxPageMiddleware",
     "memoryhub.core.middleware.ApiExceptionMiddleware",
     "axes.middleware.AxesMiddleware",  # answers a locked-out sign-in with the lockout page
 ]

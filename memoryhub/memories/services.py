@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -19,7 +20,7 @@ from django.utils.translation import gettext as _
 
 from accounts.actors import Actor
 from memoryhub.core import redaction
-from memoryhub.core.exceptions import ApplicationError
+from memoryhub.core.exceptions import ApplicationError, Conflict
 from memoryhub.core.rows import int_array
 from memoryhub.embeddings import services as embeddings
 from memoryhub.memories import index, selectors, similarity, text
@@ -334,6 +335,15 @@ def memory_bulk_create(
 
 
 @transaction.atomic
+def edit_version(memory: Memory) -> str:
+    """A fingerprint of what an edit can change: a form carries it from when it was opened, so
+    a save over someone else's newer edit is caught (touches such as a recall hit are not)."""
+    editable = {name: memory.snapshot()[name] for name in EDITABLE_FIELDS}
+    return hashlib.sha256(json.dumps(editable, sort_keys=True, default=str).encode()).hexdigest()[
+        :16
+    ]
+
+
 def memory_update(
     *,
     memory: Memory,
@@ -341,15 +351,30 @@ def memory_update(
     changes: dict[str, Any],
     verb: str = "updated",
     at: datetime | None = None,
+    expected_version: str | None = None,
 ) -> Memory:
     """Change editable fields (one history event naming what changed); `at` dates the change
-    (an import keeps its source's time), else now."""
+    (an import keeps its source's time), else now. With `expected_version` (edit_version when
+    the editor opened it) a memory changed since is a Conflict, and nothing is written."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise ApplicationError(
             _("Cannot change %(fields)s here.") % {"fields": ", ".join(sorted(unknown))}
         )
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if expected_version is not None and edit_version(memory) != expected_version:
+        last = memory.events.order_by("-created_at", "-id").first()
+        raise Conflict(
+            _(
+                "%(who)s changed this memory at %(when)s, after you opened it. Your edits are "
+                "below; check the memory's history, then save again to replace theirs."
+            )
+            % {
+                "who": last.actor_label if last else _("Someone"),
+                "when": timezone.localtime(last.created_at).strftime("%H:%M") if last else "?",
+            },
+            details={"version": [edit_version(memory)]},
+        )
     before = memory.snapshot()
     for name, value in changes.items():
         setattr(memory, name, normalize_keywords(value) if name == "keywords" else value)

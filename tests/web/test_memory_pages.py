@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import quote
 
 import pytest
 from django.test import Client
@@ -297,6 +298,42 @@ def test_edit_validates_and_records_the_change(
     assert (memory.content, memory.keywords, memory.kind) == ("New text.", ["a", "b", "c"], "fact")
 
 
+def test_a_save_over_a_newer_edit_is_caught_not_silently_reverted(
+    alice: User, bob: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    memory = remember(project, alice, "Deploy with make release.", title="Deploys", kind="fact")
+    alices, bobs = web_client(alice), web_client(bob)
+    opened = alices.get(url("memory_edit", memory)).context["version"]
+    fields = {"title": "Deploys", "content": "Deploy with make release.", "kind": "fact"}
+    fields |= {"keywords": "", "importance": "1"}
+    bob_opened = bobs.get(url("memory_edit", memory)).context["version"]
+    assert (
+        bobs.post(
+            url("memory_edit", memory), fields | {"title": "Releases", "version": bob_opened}
+        ).status_code
+        == 302
+    )
+
+    late = alices.post(
+        url("memory_edit", memory),
+        fields | {"content": "Deploy with make ship.", "version": opened},
+    )
+    assert late.status_code == 400
+    assert "bob changed this memory at" in late.content.decode()
+    assert "Deploy with make ship." in late.content.decode()  # her edits are kept in the form
+    memory.refresh_from_db()
+    assert (memory.title, memory.content) == ("Releases", "Deploy with make release.")
+
+    # Having seen it, saving again replaces the newer edit on purpose.
+    again = alices.post(
+        url("memory_edit", memory),
+        fields | {"content": "Deploy with make ship.", "version": late.context["version"]},
+    )
+    assert again.status_code == 302
+    memory.refresh_from_db()
+    assert (memory.title, memory.content) == ("Deploys", "Deploy with make ship.")
+
+
 def test_promote_is_offered_to_the_owner_only_and_shares_the_memory(
     alice: User, bob: User, project: Project, web_client: Callable[[User], Client]
 ) -> None:
@@ -364,3 +401,50 @@ def test_hard_delete_needs_the_owner_and_the_typed_id(
     assert AuditEvent.objects.filter(
         verb="memory.deleted", target_id=str(memory.public_id)
     ).exists()
+
+
+def test_pages_vary_on_hx_request_and_an_ended_session_redirects_the_whole_window(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    memory = remember(project, alice, "Node 18 in CI.")
+    page = web_client(alice).get(url("memories"), {"kind": "fact"})
+    # The page and the fragment htmx fetches at this address are cached apart (Back showed
+    # the cached fragment, unstyled).
+    assert "HX-Request" in page["Vary"]
+
+    signed_out = Client()
+    detail = "http://testserver" + url("memory", memory)
+    action = signed_out.post(
+        url("memory_stale", memory),
+        {"reason": "old"},
+        headers={"HX-Request": "true", "HX-Current-URL": detail},
+    )
+    assert action.status_code == 200
+    assert action["HX-Redirect"] == "/accounts/login/?next=" + quote(url("memory", memory), safe="")
+    plain = signed_out.post(url("memory_stale", memory), {"reason": "old"})
+    assert plain.status_code == 302 and "HX-Redirect" not in plain  # a plain form: as before
+    memory.refresh_from_db()
+    assert memory.status == "active"
+
+
+def test_a_search_filtered_by_author_or_importance_finds_matches_past_the_first_window(
+    alice: User, bob: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    services.memory_bulk_create(
+        project=project,
+        actor=Actor(user=alice),
+        items=[
+            services.MemoryInput(content=f"zebra zebra zebra stripes {i}", kind="fact")
+            for i in range(60)
+        ],
+    )
+    long = "Notes on the build: " + "the cache is warmed before tests run. " * 40 + "zebra"
+    remember(project, bob, long, importance=4)  # ranked below alice's sixty
+    client = web_client(alice)
+    for params in ({"owner": "bob"}, {"importance": "4"}):
+        response = client.get(url("memories"), {"q": "zebra", **params})
+        rows = response.context["rows"]
+        assert [row.memory.content for row in rows] == [long], params
+        assert response.context["next_url"] is None
+    everyone = client.get(url("memories"), {"q": "zebra"}).context["rows"]
+    assert len(everyone) == 50 and long not in [row.memory.content for row in everyone]

@@ -105,11 +105,15 @@ def _search(
     """Ranked by the recall ranking (BM25 × recency), paged by rank."""
     page = data.get("page") or 1
     filters = _filters(data)
+    # The ranking knows no author or importance: with either filter, rank every hit the pages
+    # can reach and filter before paging (filtering each page's window left pages empty).
+    narrowed = bool(data.get("importance") or data.get("owner"))
+    pages = SEARCH_MAX_PAGES if narrowed else min(page, SEARCH_MAX_PAGES)
     hits = search.memory_search(
         access=access,
         query=search.SearchQuery(
             text=data["q"],
-            k=min(page, SEARCH_MAX_PAGES) * PAGE_SIZE + 1,
+            k=pages * PAGE_SIZE + 1,
             kinds=filters.kinds,
             scope=filters.scope,
             statuses=filters.statuses,
@@ -118,22 +122,26 @@ def _search(
             record=False,
         ),
     )
+    # The hits are whole memories the caller may see (the search is scoped to them): only their
+    # authors are fetched, in one small query. Fetching the rows again with their joins cost a
+    # tenth of a search at 100,000 memories.
+    if narrowed:
+        prefetch_related_objects([hit.memory for hit in hits], "created_by_user")
+        hits = [
+            hit
+            for hit in hits
+            if (not data.get("importance") or hit.memory.importance == data["importance"])
+            and (
+                not data.get("owner")
+                or getattr(hit.memory.created_by_user, "username", "") == data["owner"]
+            )
+        ]
     window = hits[(page - 1) * PAGE_SIZE : page * PAGE_SIZE + 1]
     has_next = len(window) > PAGE_SIZE and page < SEARCH_MAX_PAGES
     window = window[:PAGE_SIZE]
-    # The hits are whole memories the caller may see (the search is scoped to them): only their
-    # authors are fetched, in one small query. Fetching the fifty rows again with their joins
-    # cost a tenth of a search at 100,000 memories.
-    memories = [hit.memory for hit in window]
-    prefetch_related_objects(memories, "created_by_user")
-    rows = []
-    for hit, memory in zip(window, memories, strict=True):
-        if data.get("importance") and memory.importance != data["importance"]:
-            continue
-        if data.get("owner") and getattr(memory.created_by_user, "username", "") != data["owner"]:
-            continue
-        rows.append(Row(memory, hit.score))
-    return rows, None, page + 1 if has_next else None
+    if not narrowed:
+        prefetch_related_objects([hit.memory for hit in window], "created_by_user")
+    return [Row(hit.memory, hit.score) for hit in window], None, page + 1 if has_next else None
 
 
 @project_view()
@@ -365,19 +373,29 @@ def memory_edit(request: HttpRequest, access: ProjectAccess, memory_id: UUID) ->
     if memory.status == Memory.Status.ARCHIVED:
         raise PermissionDenied(_("Restore an archived memory before editing it."))
     form = forms.MemoryEditForm.for_memory(memory)
+    version = services.edit_version(memory)
     if request.method == "POST":
         form = forms.MemoryEditForm(request.POST)
         if form.is_valid():
             try:
-                services.memory_update(memory=memory, actor=access.actor, changes=form.changes())
+                services.memory_update(
+                    memory=memory,
+                    actor=access.actor,
+                    changes=form.changes(),
+                    expected_version=request.POST.get("version") or None,
+                )
             except ValidationError as exc:
                 form.add_service_errors(exc)
             except ApplicationError as exc:
                 form.add_error(None, exc.message)
+                # Saving again, having seen the message, replaces the newer edit on purpose.
+                version = exc.details.get("version", [version])[0]
             else:
                 messages.success(request, _("Saved."))
                 return redirect(_detail_url(access, memory))
-    context = {"memory": memory, "form": form, "nav_section": "memories"}
+        else:
+            version = request.POST.get("version") or version
+    context = {"memory": memory, "form": form, "version": version, "nav_section": "memories"}
     status = 400 if form.errors else 200
     return TemplateResponse(request, "web/memories/edit.html", context, status=status)
 
