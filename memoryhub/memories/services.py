@@ -334,7 +334,6 @@ def memory_bulk_create(
     return memories
 
 
-@transaction.atomic
 def edit_version(memory: Memory) -> str:
     """A fingerprint of what an edit can change: a form carries it from when it was opened, so
     a save over someone else's newer edit is caught (touches such as a recall hit are not)."""
@@ -344,6 +343,7 @@ def edit_version(memory: Memory) -> str:
     ]
 
 
+@transaction.atomic
 def memory_update(
     *,
     memory: Memory,
