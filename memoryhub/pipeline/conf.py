@@ -80,6 +80,11 @@ def pipeline_config(project_settings: dict[str, Any]) -> PipelineConfig:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise ApplicationError(f"pipeline.{name} must be a non-negative number.")
+        if name == "stage1_payload_percent" and not 0 < value <= 1:
+            # A fraction of the window, despite the name: 70 would ask for 70 windows.
+            raise ApplicationError(
+                f"pipeline.{name} is a fraction of the context window, more than 0 and at most 1."
+            )
         values[name] = float(value) if name == "stage1_payload_percent" else int(value)
     config = PipelineConfig(**values)
     _check_dream(config)

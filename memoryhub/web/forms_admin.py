@@ -14,6 +14,7 @@ from django import forms
 from django.utils import timezone
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from memoryhub.recall.injection import Profile
 from memoryhub.recall.models import RecallFile
@@ -71,6 +72,15 @@ def file_text_field(label: Any, *, rows: int = 18) -> forms.CharField:
     )
 
 
+# RecallFile.Type's labels, translated (the stored value is the English word).
+RECALL_FILE_TYPES = {
+    RecallFile.Type.USER: pgettext_lazy("recall file type", "User"),
+    RecallFile.Type.FEEDBACK: pgettext_lazy("recall file type", "Feedback"),
+    RecallFile.Type.PROJECT: pgettext_lazy("recall file type", "Project"),
+    RecallFile.Type.REFERENCE: pgettext_lazy("recall file type", "Reference"),
+}
+
+
 class RecallFileForm(forms.Form):
     scope = forms.ChoiceField(label=_("Scope"), choices=list(SCOPES.items()))
     path = forms.CharField(
@@ -82,10 +92,19 @@ class RecallFileForm(forms.Form):
     )
     type = forms.ChoiceField(
         label=_("Type"),
-        choices=[("", "—"), *RecallFile.Type.choices],
+        choices=[("", "—"), *RECALL_FILE_TYPES.items()],
         required=False,
     )
     body = file_text_field(_("Content"))
+
+    def __init__(self, *args: Any, scopes: list[str] | None = None, **kwargs: Any) -> None:
+        """`scopes`: the ones the person may write; a new file offers only those (a viewer
+        picking "Project" would be refused with 403 and lose what they typed)."""
+        super().__init__(*args, **kwargs)
+        if scopes is not None:
+            scope = self.fields["scope"]
+            assert isinstance(scope, forms.ChoiceField)
+            scope.choices = [(k, v) for k, v in SCOPES.items() if k in scopes]
 
 
 class InstructionFileForm(forms.Form):
@@ -206,7 +225,7 @@ KNOB_LABELS = {
     "stage2_lease_seconds": _("Consolidation lease (seconds)"),
     "stage2_retry_delay_seconds": _("Consolidation retry delay (seconds)"),
     "stage2_heartbeat_seconds": _("Consolidation heartbeat (seconds)"),
-    "stage1_payload_percent": _("Share of the context window for the transcript (%)"),
+    "stage1_payload_percent": _("Share of the context window for the transcript (a fraction, 0–1)"),
     "stage1_input_token_limit": _("Transcript tokens per extraction"),
     "fallback_token_limit": _("Transcript tokens without a known window"),
     "retries": _("Attempts per job"),

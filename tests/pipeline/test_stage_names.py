@@ -81,3 +81,15 @@ def test_the_migration_renames_stored_settings_jobs_and_purposes(project: Projec
     project.refresh_from_db()
     assert project.settings["pipeline"]["phase2_lease_seconds"] == 240
     assert list(Job.objects.values_list("kind", flat=True)) == ["consolidate"]
+
+
+@pytest.mark.parametrize("share", [70, 0, -0.1, 1.01])
+def test_the_transcript_share_is_a_fraction_of_the_window(
+    alice_client: APIClient, project: Project, share: float
+) -> None:
+    body = {"settings": {"pipeline": {"stage1_payload_percent": share}}}
+    response = alice_client.patch(P, body, format="json")
+    assert response.status_code == 400
+    assert "pipeline.stage1_payload_percent" in response.content.decode()
+    body = {"settings": {"pipeline": {"stage1_payload_percent": 1}}}
+    assert alice_client.patch(P, body, format="json").status_code == 200

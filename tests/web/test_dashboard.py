@@ -101,3 +101,18 @@ def test_charts_count_the_last_30_days(
     remember(project, alice, "new")
     created = web_client(alice).get(DASHBOARD).context["charts"][0]
     assert created.total == 1 and created.line_max == 2 and len(created.bars) == 30
+
+
+def test_awaiting_review_counts_what_the_viewers_queue_shows(
+    alice: User, bob: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    # bob (a member) reviews only his own private proposals; the project's are maintainers'.
+    for i in range(3):
+        remember(project, alice, f"Project proposal {i}.", status="proposed")
+    remember(project, bob, "Bob's private proposal.", kind="user", status="proposed")
+    remember(project, alice, "Alice's private proposal.", kind="user", status="proposed")
+    queue = reverse("web:review", kwargs={"slug": "alpha"})
+    for user, expected in ((bob, 1), (alice, 4)):
+        client = web_client(user)
+        assert client.get(DASHBOARD).context["awaiting_review"] == expected, user
+        assert client.get(queue).context["total"] == expected, user

@@ -268,3 +268,25 @@ def test_a_nul_in_a_reject_reason_is_a_400_not_a_database_error(
     assert refused.status_code == 400
     memory.refresh_from_db()
     assert memory.status == Memory.Status.PROPOSED
+
+
+def test_a_bulk_approve_with_a_reject_reason_is_refused(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    # Enter in the reason box submits the form's first button, approve: a typed reason means
+    # the person meant to reject, so nothing is approved and the page says why.
+    memories = [remember(project, alice, f"Proposal {i}.", status="proposed") for i in range(2)]
+    bulk = reverse("web:review_bulk", kwargs={"slug": "alpha"})
+    selected = [str(m.public_id) for m in memories]
+    response = web_client(alice).post(
+        bulk, {"action": "approve", "reason": "Duplicates.", "selected": selected}
+    )
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "Nothing was approved: a reason for rejecting was typed." in page
+    assert 'value="Duplicates."' in page  # what they typed and picked is kept
+    assert page.count(" checked>") == 2
+    assert {Memory.objects.get(pk=m.pk).status for m in memories} == {"proposed"}
+    # A blank reason still approves.
+    web_client(alice).post(bulk, {"action": "approve", "reason": "  ", "selected": selected})
+    assert {Memory.objects.get(pk=m.pk).status for m in memories} == {"active"}

@@ -21,6 +21,7 @@ from accounts.models import ApiToken
 from memoryhub.core.exceptions import ApplicationError
 from memoryhub.web import forms_admin as forms
 from memoryhub.web.access import project_view
+from memoryhub.web.templatetags.web_tags import ROLES
 from memoryhub.web.views.admin_common import is_htmx, paginate, render, service_errors
 from projects import selectors, services
 from projects.models import Role
@@ -96,7 +97,9 @@ def member_role(request: HttpRequest, access: ProjectAccess, username: str) -> H
         messages.error(request, error)
     else:
         messages.success(
-            request, _("%(user)s is now %(role)s.") % {"user": username, "role": membership.role}
+            request,
+            _("%(user)s is now %(role)s.")
+            % {"user": username, "role": ROLES.get(membership.role, membership.role)},
         )
     return redirect("web:members", slug=access.project.slug)
 

@@ -69,7 +69,9 @@ def recall_file_edit(
         initial = {"scope": scope, "path": file.path, "body": body, **known}
     else:
         initial = {"scope": Scope.PROJECT if access.at_least(Role.MEMBER) else Scope.USER}
-    form = forms.RecallFileForm(request.POST or None, initial=initial)
+    # A new file offers only the scopes the person may write; an existing one keeps its own.
+    scopes = None if file else [s for s in Scope.values if _can_write(access, s)]
+    form = forms.RecallFileForm(request.POST or None, initial=initial, scopes=scopes)
     if file is not None:
         form.fields["scope"].disabled = True
         form.fields["path"].disabled = True

@@ -17,11 +17,12 @@ from memoryhub.core.health import worker_status
 from memoryhub.llm import selectors as llm_selectors
 from memoryhub.memories.kinds import Kind
 from memoryhub.memories.models import Memory
-from memoryhub.memories.selectors import memory_visible
+from memoryhub.memories.selectors import memory_review_queue, memory_visible
 from memoryhub.pipeline import selectors as pipeline_selectors
 from memoryhub.recall.models import RecallSeen
 from memoryhub.web import charts
 from memoryhub.web.access import project_view
+from projects.models import Role
 from projects.selectors import ProjectAccess
 
 DAYS = 30
@@ -100,8 +101,14 @@ def dashboard(request: HttpRequest, access: ProjectAccess) -> TemplateResponse:
         datetime.combine(charts.days_back(timezone.localdate(), DAYS)[0], time.min)
     )
     bank, created_chart = _bank_counts(access, start)
+    # "Awaiting review" is what the viewer's review queue shows: a maintainer's is every visible
+    # proposal (already counted), a member's only their own private ones.
+    awaiting = bank["proposed"]
+    if access.at_least(Role.MEMBER) and not access.at_least(Role.MAINTAINER):
+        awaiting = memory_review_queue(access=access).count()
     context = {
         "bank": bank,
+        "awaiting_review": awaiting,
         "jobs": jobs,
         "worker": worker_status(),
         "usage": usage,

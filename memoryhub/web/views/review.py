@@ -48,6 +48,12 @@ def _item_context(access: ProjectAccess, memory: Memory, **extra: Any) -> dict[s
 
 @project_view(Role.MEMBER)
 def review_queue(request: HttpRequest, access: ProjectAccess) -> TemplateResponse:
+    return _queue_page(request, access)
+
+
+def _queue_page(
+    request: HttpRequest, access: ProjectAccess, *, status: int = 200, **extra: Any
+) -> TemplateResponse:
     qs = _queue(access)
     cursor = decode_cursor(request.GET.get("cursor", ""), "created_at")
     if cursor is not None:
@@ -64,8 +70,9 @@ def review_queue(request: HttpRequest, access: ProjectAccess) -> TemplateRespons
         "total": qs.count() if cursor is None else None,
         "next_cursor": next_cursor,
         "nav_section": "review",
+        **extra,
     }
-    return TemplateResponse(request, "web/review/queue.html", context)
+    return TemplateResponse(request, "web/review/queue.html", context, status=status)
 
 
 def _get(access: ProjectAccess, memory_id: UUID) -> Memory:
@@ -163,6 +170,17 @@ def review_bulk(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     if action == "reject" and not reason.strip():
         messages.error(request, _("Say why the selected memories are rejected."))
         return redirect(reverse("web:review", kwargs={"slug": access.project.slug}))
+    if action == "approve" and reason.strip():
+        # A typed reason means the person meant to reject: never approve then. The queue comes
+        # back with their selection and reason kept.
+        messages.error(
+            request,
+            _(
+                "Nothing was approved: a reason for rejecting was typed. Use “Reject selected” "
+                "to reject, or clear the reason to approve."
+            ),
+        )
+        return _queue_page(request, access, status=400, bulk_reason=reason, bulk_selected=ids)
     valid_ids = []
     for value in ids:
         try:

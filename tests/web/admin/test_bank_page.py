@@ -203,3 +203,16 @@ def test_the_llm_card_counts_what_the_usage_endpoint_counts(
     project.save(update_fields=["settings"])
     card = web_client(alice).get(BANK).content.decode()
     assert "150 of the 10000-token budget" in card  # the offline call costs nothing
+
+
+def test_memories_by_kind_speak_the_pages_language(
+    alice: User, alice_client: APIClient, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    response = alice_client.post(
+        "/api/v1/projects/alpha/memories/",
+        {"content": "The API is versioned under /api/v1.", "kind": "fact"},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    html = web_client(alice).get(BANK, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert ">事实 1</span>" in html and ">fact 1<" not in html

@@ -131,3 +131,29 @@ def test_a_token_expiry_is_typed_and_shown_in_the_projects_time_zone(
     listing = client.get(MEMBERS).content.decode()
     row = re.search(rf'<tr id="token-{never.public_id}">(.*?)</tr>', listing, re.S)
     assert row is not None and "never" in row.group(1)
+
+
+ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9"}
+
+
+def test_the_role_change_message_names_the_role_in_the_pages_language(
+    alice: User, bob: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    page = web_client(alice).post(
+        MEMBERS + "bob/role/",
+        {"role": "viewer"},
+        follow=True,
+        **ZH,  # type: ignore[arg-type]
+    )
+    assert "bob 现在是 只读成员。" in page.content.decode()
+
+
+def test_leave_remove_and_revoke_ask_first(
+    alice: User, bob: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    token_create(user=alice, name="laptop", actor=Actor(user=alice), project=project)
+    page = web_client(alice).get(MEMBERS).content.decode()
+    assert 'data-confirm="Remove bob from the project?"' in page
+    assert 'hx-confirm="Revoke the token “laptop”? Agents using it stop working at once."' in page
+    leave = web_client(bob).get(MEMBERS).content.decode()
+    assert 'data-confirm="Leave this project?' in leave

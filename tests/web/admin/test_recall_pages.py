@@ -67,7 +67,8 @@ def test_roles_viewer_writes_only_own_files(
     role_user: Callable[[Role], User], web_client: Callable[[User], Client], charlie: User
 ) -> None:
     viewer = web_client(role_user(Role.VIEWER))
-    assert viewer.post(FILES + "new/", _form(body="x")).status_code == 403
+    # Project scope is not offered to a viewer: a form error (400), not the 403 it was.
+    assert viewer.post(FILES + "new/", _form(body="x")).status_code == 400
     mine = viewer.post(FILES + "new/", _form(scope="user", path="me.md", body="x"))
     assert mine.status_code == 302
     assert web_client(charlie).get(FILES).status_code == 404
@@ -143,3 +144,27 @@ def test_files_are_deleted_through_the_services(
     assert not RecallFile.objects.exists() and not InstructionFile.objects.exists()
     assert AuditEvent.objects.filter(verb="recall_file.deleted").count() == 1
     assert client.post(FILES + "delete/project/testing.md").status_code == 404
+
+
+def test_a_new_file_offers_only_the_scopes_one_may_write(
+    role_user: Callable[[Role], User], web_client: Callable[[User], Client], alice: User
+) -> None:
+    viewer = web_client(role_user(Role.VIEWER))
+    form = viewer.get(FILES + "new/").content.decode()
+    assert ">Private: only its owner sees it<" in form
+    assert ">Project: every member sees it<" not in form
+    # A project scope posted anyway is a form error that keeps the text, not a 403.
+    refused = viewer.post(FILES + "new/", _form(body="What I typed."))
+    assert refused.status_code == 400 and "What I typed." in refused.content.decode()
+    assert not RecallFile.objects.exists()
+    member_form = web_client(alice).get(FILES + "new/").content.decode()
+    assert ">Project: every member sees it<" in member_form and ">Private:" in member_form
+
+
+def test_the_type_options_speak_the_pages_language(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    html = web_client(alice).get(FILES + "new/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    for value, label in (("user", "用户"), ("feedback", "反馈"), ("reference", "参考")):
+        assert f'<option value="{value}">{label}</option>' in html, value
+    assert ">Feedback<" not in html

@@ -150,3 +150,17 @@ def test_maintainers_see_no_delete_section_and_cannot_delete(
     assert "/p/alpha/delete/" not in maintainer.get(SETTINGS).content.decode()
     assert maintainer.post("/p/alpha/delete/", {"confirm": "alpha"}).status_code == 403
     assert Project.objects.filter(slug="alpha").exists()
+
+
+def test_the_transcript_share_is_a_fraction(
+    alice: User, project: Project, web_client: Callable[[User], Client]
+) -> None:
+    client = web_client(alice)
+    assert "(a fraction, 0–1)" in client.get(SETTINGS).content.decode()
+    refused = client.post(SETTINGS + "pipeline/", {"pipeline-stage1_payload_percent": "70"})
+    assert refused.status_code == 400
+    assert "pipeline.stage1_payload_percent" in refused.content.decode()
+    saved = client.post(SETTINGS + "pipeline/", {"pipeline-stage1_payload_percent": "0.5"})
+    assert saved.status_code == 302
+    project.refresh_from_db()
+    assert project.settings["pipeline"]["stage1_payload_percent"] == 0.5

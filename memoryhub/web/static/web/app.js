@@ -29,6 +29,46 @@
     document.querySelectorAll("form[data-confirm-value]").forEach(syncConfirm);
   });
 
+  // A plain form with data-confirm="<question>" asks before it submits, as hx-confirm does
+  // for htmx forms (one-click destructive actions: leaving, removing a member).
+  document.addEventListener("submit", function (event) {
+    const form = event.target.closest("form[data-confirm]");
+    if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
+  });
+
+  // Memory text shows as typed, in the page's font so prose reads as prose; its fenced code
+  // blocks (``` or ~~~ lines) get a monospace block. Built from text nodes only: nothing in
+  // the text is ever parsed as HTML. Without JavaScript the text shows as it is.
+  const FENCE = /^[ \t]*(```|~~~)/;
+  function markCode(pre) {
+    if (pre.dataset.codeMarked || !/^[ \t]*(```|~~~)/m.test(pre.textContent)) return;
+    pre.dataset.codeMarked = "true";
+    const parts = [];  // [isCode, text]
+    let fence = null;
+    pre.textContent.split(/(?<=\n)/).forEach(function (line) {
+      const match = FENCE.exec(line);
+      const inCode = fence !== null || match !== null;
+      if (fence === null && match) fence = match[1];
+      else if (fence !== null && match && match[1] === fence && line.trim() === fence) fence = null;
+      const last = parts[parts.length - 1];
+      if (last && last[0] === inCode) last[1] += line; else parts.push([inCode, line]);
+    });
+    pre.textContent = "";
+    parts.forEach(function (part) {
+      if (!part[0]) { pre.appendChild(document.createTextNode(part[1])); return; }
+      const code = document.createElement("code");
+      code.className = "code-block";
+      code.textContent = part[1];
+      pre.appendChild(code);
+    });
+  }
+  function markAll(root) {
+    if (root.matches && root.matches("pre.memory-content")) markCode(root);
+    if (root.querySelectorAll) root.querySelectorAll("pre.memory-content").forEach(markCode);
+  }
+  document.addEventListener("DOMContentLoaded", function () { markAll(document); });
+  document.addEventListener("htmx:load", function (event) { markAll(event.target); });
+
   // File inputs with data-mtimes="<hidden input id>": an upload carries no modification times,
   // so the times the browser knows go along as JSON {file name: ms since the epoch}.
   document.addEventListener("change", function (event) {

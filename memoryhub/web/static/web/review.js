@@ -1,51 +1,63 @@
 // Review queue keyboard: j/k move, a approve, r reject (focus the reason; Enter submits),
 // e edit then approve, x select. A static file: the CSP allows no inline script.
+// The keys act on the item that holds the keyboard focus, never on one remembered from
+// earlier: focus elsewhere (the sidebar, the bulk bar, a text field) and they do nothing.
 "use strict";
 (function () {
-  let current = -1;
-
   function items() {
     return Array.from(document.querySelectorAll("[data-review-item]"));
   }
 
-  function open() {
-    return items().filter(function (li) { return !li.classList.contains("resolved"); });
+  function highlight(item) {
+    items().forEach(function (li) { li.classList.toggle("current", li === item); });
   }
 
   function focusItem(index) {
     const list = items();
     if (list.length === 0) return;
-    current = Math.max(0, Math.min(index, list.length - 1));
-    list.forEach(function (li, i) { li.classList.toggle("current", i === current); });
-    list[current].focus({ preventScroll: true });
-    list[current].scrollIntoView({ block: "nearest" });
-  }
-
-  function currentItem() {
-    const list = items();
-    if (current < 0 || current >= list.length) focusItem(0);
-    return items()[current] || null;
+    const item = list[Math.max(0, Math.min(index, list.length - 1))];
+    highlight(item);
+    item.focus({ preventScroll: true });
+    item.scrollIntoView({ block: "nearest" });
   }
 
   function typing(target) {
     return target.closest("input, textarea, select, [contenteditable]") !== null;
   }
 
+  // The highlight follows the focus into an item (Tab, a click), so what is marked is what
+  // the keys act on.
+  document.addEventListener("focusin", function (event) {
+    const item = event.target.closest && event.target.closest("[data-review-item]");
+    if (item) highlight(item);
+  });
+
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    // Enter in the bulk reason rejects: left alone, the browser would press the form's first
+    // button, "Approve selected".
+    if (event.key === "Enter" && event.target.id === "bulk-reason") {
+      const reject = event.target.form.querySelector("button[value=reject]");
+      if (reject) {
+        event.preventDefault();
+        event.target.form.requestSubmit(reject);
+      }
+      return;
+    }
     if (event.key === "Escape" && typing(event.target)) {
       event.target.blur();
       const li = event.target.closest("[data-review-item]");
       if (li) li.focus();
       return;
     }
-    if (typing(event.target) || items().length === 0) return;
-    const item = currentItem();
+    if (typing(event.target)) return;
+    const item = event.target.closest("[data-review-item]");
     if (!item) return;
+    const index = items().indexOf(item);
     let control = null;
     switch (event.key) {
-      case "j": focusItem(current + 1); break;
-      case "k": focusItem(current - 1); break;
+      case "j": focusItem(index + 1); break;
+      case "k": focusItem(index - 1); break;
       case "a": control = item.querySelector("[data-action=approve]"); if (control) control.click(); break;
       case "e": control = item.querySelector("[data-action=edit]"); if (control) control.click(); break;
       case "r": control = item.querySelector("[data-action=reason]"); if (control) control.focus(); break;
@@ -67,14 +79,14 @@
       const fallback = list.findIndex(function (el) { return !el.classList.contains("resolved"); });
       focusItem(next >= 0 ? next : (fallback >= 0 ? fallback : index));
     } else {
-      current = index;
-      list.forEach(function (el, i) { el.classList.toggle("current", i === current); });
+      highlight(swapped);
       const field = swapped.querySelector("textarea, input:not([type=checkbox]):not([type=hidden])");
       if (field) field.focus(); else swapped.focus();
     }
   });
 
   document.addEventListener("DOMContentLoaded", function () {
-    if (open().length > 0) focusItem(items().indexOf(open()[0]));
+    const open = items().filter(function (li) { return !li.classList.contains("resolved"); });
+    if (open.length > 0) focusItem(items().indexOf(open[0]));
   });
 })();
