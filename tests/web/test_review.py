@@ -8,7 +8,9 @@ from collections.abc import Callable
 from django.test import Client
 from django.urls import reverse
 
+from accounts.actors import Actor
 from accounts.models import User
+from memoryhub.memories import services
 from memoryhub.memories.models import Memory
 from projects.models import Project, Role
 from tests.web.conftest import remember, transcript
@@ -186,12 +188,22 @@ def test_edit_then_approve_is_one_step_and_keeps_both_events(
     assert bad.status_code == 400
     memory.refresh_from_db()
     assert memory.status == Memory.Status.PROPOSED and memory.content == "Deploy wiht make."
+    # Someone else fixed it meanwhile: approving the version opened earlier would revert theirs.
+    opened = form.context["version"]
+    services.memory_update(
+        memory=memory, actor=Actor(user=alice), changes={"content": "Deploy with make ship."}
+    )
+    late = client.post(url("review_edit", memory), data | {"version": opened}, headers=HX)
+    assert late.status_code == 400 and b"after you opened it" in late.content
+    memory.refresh_from_db()
+    assert (memory.status, memory.content) == (Memory.Status.PROPOSED, "Deploy with make ship.")
     done = client.post(url("review_edit", memory), data, headers=HX)
     assert done.status_code == 200 and b"Edited and approved." in done.content
     memory.refresh_from_db()
     assert (memory.status, memory.content) == (Memory.Status.ACTIVE, "Deploy with make release.")
     assert list(memory.events.values_list("verb", flat=True).order_by("id")) == [
         "created",
+        "updated",  # the edit made meanwhile
         "updated",
         "approved",
     ]

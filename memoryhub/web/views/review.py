@@ -135,23 +135,32 @@ def review_edit(request: HttpRequest, access: ProjectAccess, memory_id: UUID) ->
     """Edit, then approve: both in one transaction, so a failed approval keeps the old text."""
     memory = _reviewable(access, memory_id)
     form = forms.MemoryEditForm.for_memory(memory)
+    version = services.edit_version(memory)
     if request.method == "POST":
         form = forms.MemoryEditForm(request.POST)
         if form.is_valid():
             try:
                 with transaction.atomic():
                     services.memory_update(
-                        memory=memory, actor=access.actor, changes=form.changes()
+                        memory=memory,
+                        actor=access.actor,
+                        changes=form.changes(),
+                        expected_version=request.POST.get("version") or None,
                     )
                     memory = services.memory_approve(memory=memory, actor=access.actor)
             except ValidationError as exc:
                 form.add_service_errors(exc)
             except ApplicationError as exc:
                 form.add_error(None, exc.message)
+                version = exc.details.get("version", [version])[0]  # as on the edit page
             else:
                 return _respond(request, access, memory, done=_("Edited and approved."))
+        else:
+            version = request.POST.get("version") or version
     status = 400 if form.errors else 200
-    context = _item_context(access, memory, form=form, editing=True, nav_section="review")
+    context = _item_context(
+        access, memory, form=form, editing=True, version=version, nav_section="review"
+    )
     template = "web/review/edit.html"
     if is_htmx(request):
         template = "web/review/queue.html#review-item"
