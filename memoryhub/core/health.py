@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -12,6 +13,15 @@ from django.views.decorators.http import require_safe
 from memoryhub.celery import app as celery_app
 from memoryhub.core.selectors import worker_status
 
+logger = logging.getLogger(__name__)
+
+
+def _failure(part: str, exc: Exception) -> str:
+    """The error's kind for the unauthenticated answer; its text (hosts, ports, users) goes to
+    the log only."""
+    logger.warning("healthz: %s unreachable: %s: %s", part, type(exc).__name__, exc)
+    return type(exc).__name__
+
 
 def _check_database() -> dict[str, Any]:
     try:
@@ -19,7 +29,7 @@ def _check_database() -> dict[str, Any]:
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except Exception as exc:  # any driver error means "unreachable"
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        return {"ok": False, "error": _failure("database", exc)}
     return {"ok": True, "vendor": connection.vendor}
 
 
@@ -29,7 +39,7 @@ def _check_broker() -> dict[str, Any]:
         with celery_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
     except Exception as exc:  # kombu raises many types for "cannot connect"
-        return {"ok": False, "transport": transport, "error": f"{type(exc).__name__}: {exc}"}
+        return {"ok": False, "transport": transport, "error": _failure("broker", exc)}
     return {"ok": True, "transport": transport}
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
 from accounts.actors import Actor
@@ -335,3 +336,23 @@ def test_commands_round_trip(
     assert "Restored alpha-2" in capsys.readouterr().out
     copy = Project.objects.get(slug="alpha-2")
     assert normalized(copy)["counts"]["memories.Memory"] == 3
+
+
+def test_commands_answer_bad_paths_and_slugs_with_a_message(
+    alice_client: APIClient, project: Project, alice: User, tmp_path: Any
+) -> None:
+    target = tmp_path / "alpha.jsonl.gz"
+    cases = [
+        (("bank_export", "alpha", str(tmp_path / "missing" / "x.gz")), "Cannot write"),
+        (
+            ("bank_import", str(tmp_path / "nope.gz"), "--as", "b", "--owner", "alice"),
+            "Cannot read",
+        ),
+    ]
+    for args, message in cases:
+        with pytest.raises(CommandError, match=message):
+            call_command(*args)
+    call_command("bank_export", "alpha", str(target))
+    with pytest.raises(CommandError, match="lowercase letters, digits and hyphens"):
+        call_command("bank_import", str(target), "--as", "Bad Slug!", "--owner", "alice")
+    assert not Project.objects.exclude(pk=project.pk).exists()

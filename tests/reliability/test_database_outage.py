@@ -45,6 +45,8 @@ def test_requests_fail_fast_during_an_outage_and_recover(alice: User, project: P
         health = http.get("/healthz")
         assert health.status_code == 503
         assert health.json()["database"]["ok"] is False
+        # The error's kind only: its text names hosts and ports, for the log, not for anyone.
+        assert health.json()["database"]["error"] == "OperationalError", health.text
 
         proxy.restore()
         assert http.get(memories).status_code == 200  # the same process, reconnected

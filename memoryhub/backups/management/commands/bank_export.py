@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub.backups import selectors
 from projects.commands import project_for_command
@@ -22,7 +22,11 @@ class Command(BaseCommand):
             for chunk in selectors.backup_gzip_chunks(project=project):
                 self.stdout.buffer.write(chunk)  # type: ignore[attr-defined]
             return
-        with Path(file).open("wb") as out:
+        try:
+            out = Path(file).open("wb")
+        except OSError as exc:
+            raise CommandError(f"Cannot write {file}: {exc.strerror or exc}") from None
+        with out:
             for chunk in selectors.backup_gzip_chunks(project=project):
                 out.write(chunk)
         self.stderr.write(f"Wrote {file}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.actors import Actor
@@ -30,6 +31,10 @@ class Command(BaseCommand):
                 )
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
+        except ValidationError as exc:  # the new slug
+            raise CommandError(" ".join(exc.messages)) from None
+        except OSError as exc:
+            raise CommandError(f"Cannot read {file}: {exc.strerror or exc}") from None
         rows = ", ".join(f"{label} {n}" for label, n in report.rows.items() if n)
         self.stdout.write(f"Restored {report.project.slug}: {rows}")
         if report.users_created:
