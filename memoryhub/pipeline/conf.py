@@ -87,6 +87,7 @@ def pipeline_config(project_settings: dict[str, Any]) -> PipelineConfig:
             )
         values[name] = float(value) if name == "stage1_payload_percent" else int(value)
     config = PipelineConfig(**values)
+    _check_jobs(config)
     _check_dream(config)
     return config
 
@@ -118,6 +119,26 @@ def _windows(value: Any) -> tuple[str, ...]:
         start, end = parse_window(item)
         normalized.append(f"{start // 60:02d}:{start % 60:02d}-{end // 60:02d}:{end % 60:02d}")
     return tuple(normalized)
+
+
+# A shorter lease is taken over while its run is still alive between two heartbeats (stage 1's
+# heartbeat is a third of its lease).
+MIN_LEASE_SECONDS = 5
+MAX_RETRIES = 100  # attempts are counted in a small integer column
+
+
+def _check_jobs(config: PipelineConfig) -> None:
+    # Every claim spends an attempt: with none, a job would stay pending forever.
+    if not 1 <= config.retries <= MAX_RETRIES:
+        raise ApplicationError(f"pipeline.retries must be from 1 to {MAX_RETRIES}.")
+    for name in ("stage1_lease_seconds", "stage2_lease_seconds"):
+        if getattr(config, name) < MIN_LEASE_SECONDS:
+            raise ApplicationError(f"pipeline.{name} must be at least {MIN_LEASE_SECONDS}.")
+    if not 1 <= config.stage2_heartbeat_seconds < config.stage2_lease_seconds:
+        raise ApplicationError(
+            "pipeline.stage2_heartbeat_seconds must be at least 1 and below "
+            "pipeline.stage2_lease_seconds."
+        )
 
 
 def _check_dream(config: PipelineConfig) -> None:

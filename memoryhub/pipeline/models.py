@@ -41,7 +41,11 @@ class Job(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     retry_at = models.DateTimeField(null=True, blank=True)
+    # Counted down by each claim (a run that never ends, e.g. a killed worker, still spends one).
     retries_remaining = models.PositiveSmallIntegerField(default=3)
+    # Runs that ended without succeed or fail (their lease ran out), since the last success or
+    # refill of the retries: what the failed job's last_error reports.
+    interruptions = models.PositiveSmallIntegerField(default=0)
     last_error = models.TextField(blank=True)
     # Work is due while input_watermark > success_watermark. Stage 1: the session's record
     # count; consolidation: a counter bumped by every stage-1 result ("dirty").
@@ -102,6 +106,10 @@ class Stage1Output(models.Model):
     rollout_slug = models.CharField(max_length=64, blank=True)
     raw_memory = models.TextField(blank=True)
     source_watermark = models.BigIntegerField(default=0)
+    # The newest extraction's range starts at record last_start and its raw memory at
+    # raw_memory[last_offset:]: a repeat of that range replaces it rather than adding it twice.
+    last_start = models.BigIntegerField(default=0)
+    last_offset = models.PositiveIntegerField(default=0)
     generated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

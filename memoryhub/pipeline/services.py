@@ -1,8 +1,9 @@
 """The pipeline's use cases: which sessions are due, stage 1, stage 2, and the bank admin.
 
-Each run is idempotent: it works under a lease (memoryhub.pipeline.jobs), only on input past
-the job's success watermark, and writes memories through memory_remember, which merges a
-memory written twice into one.
+Each run is idempotent: it works under a lease (memoryhub.pipeline.jobs) renewed while it runs,
+only on input past the job's success watermark, and writes memories through memory_remember,
+which merges a memory written twice into one. Its writes commit only while it still holds its
+job (jobs.held): a run that lost its lease, or whose job a bank clear deleted, stops there.
 """
 
 from __future__ import annotations
@@ -216,14 +217,18 @@ def _stage1_output(
     return llm.complete_json(request, validate=prompts.validate_stage1_output)
 
 
-def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
-    """Extract the session's records past the last success into memories and a stage-1 output."""
+def stage1_extract(*, job: Job, claim: jobs.Claim) -> dict[str, Any]:
+    """Extract the session's records past the last success into memories and a stage-1 output.
+    Each write commits only while this run holds the job (a bank clear meanwhile stops it)."""
     session = job.session
     assert session is not None
     project = job.project
     config = pipeline_config(project.settings)
-    records = _source_records(session, job.success_watermark, watermark)
+    start, watermark = job.success_watermark, claim.watermark
+    records = _source_records(session, start, watermark)
     if not records:
+        with jobs.held(claim):
+            stage2_mark_dirty(project=project)
         return {"memories": 0}
     existing = list(
         memory_project_level(project=project)
@@ -252,27 +257,30 @@ def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
             kept += 1
             ids.append(before.pk)
             continue
-        result = memory_remember(
-            project=project,
-            actor=actor,
-            data=MemoryInput(
-                content=item.content,
-                kind=item.kind,
-                title=item.title,
-                keywords=list(item.keywords),
-                importance=item.importance,
-                status=status,
-                subcategory=item.subcategory,
-                goal=item.goal,
-                source_session=session.external_id,
-                source_record_start=item.record_start,
-                source_record_end=item.record_end,
-            ),
-        )
+        with jobs.held(claim):
+            result = memory_remember(
+                project=project,
+                actor=actor,
+                data=MemoryInput(
+                    content=item.content,
+                    kind=item.kind,
+                    title=item.title,
+                    keywords=list(item.keywords),
+                    importance=item.importance,
+                    status=status,
+                    subcategory=item.subcategory,
+                    goal=item.goal,
+                    source_session=session.external_id,
+                    source_record_start=item.record_start,
+                    source_record_end=item.record_end,
+                ),
+            )
         merged += int(result.merged)
         ids.append(result.memory.pk)
     output = _stage1_output(project, session, records, memories, config)
-    _stage1_output_store(session, output, watermark)
+    with jobs.held(claim):
+        _stage1_output_store(session, output, start=start, end=watermark)
+        stage2_mark_dirty(project=project)
     return {
         "memories": len(memories),
         "merged": merged,
@@ -283,7 +291,13 @@ def stage1_extract(*, job: Job, watermark: int) -> dict[str, Any]:
 
 
 @transaction.atomic
-def _stage1_output_store(session: AgentSession, answer: dict[str, Any], watermark: int) -> None:
+def _stage1_output_store(
+    session: AgentSession, answer: dict[str, Any], *, start: int, end: int
+) -> None:
+    """Store the output of records [start, end). Extraction is incremental: raw memories
+    accumulate, the newest summary wins. Idempotent: a repeat of the last range (a run that
+    lost its lease, then its successor) replaces that range's raw memory instead of adding it
+    again."""
     summary, _ = redaction.redact(answer["rollout_summary"].strip())
     raw, _ = redaction.redact(answer["raw_memory"].strip())
     output = Stage1Output.objects.select_for_update().filter(session=session).first()
@@ -291,11 +305,15 @@ def _stage1_output_store(session: AgentSession, answer: dict[str, Any], watermar
         if not (summary or raw):
             return  # no durable signal: nothing for stage 2 (seed 003's no_output)
         output = Stage1Output(session=session, project=session.project)
-    # Extraction is incremental: raw memories accumulate, the newest summary wins.
-    output.raw_memory = "\n\n".join(p for p in (output.raw_memory, raw) if p)
+    if start <= output.last_start:
+        kept = output.raw_memory[: output.last_offset]  # what came before that range
+    else:
+        kept = output.raw_memory
+    output.raw_memory = "\n\n".join(p for p in (kept, raw) if p)
+    output.last_start, output.last_offset = start, len(kept)
     output.rollout_summary = summary or output.rollout_summary
     output.rollout_slug = answer.get("rollout_slug") or output.rollout_slug
-    output.source_watermark = max(output.source_watermark, watermark)
+    output.source_watermark = max(output.source_watermark, end)
     output.generated_at = timezone.now()
     output.save()
 
@@ -312,44 +330,52 @@ def _run(
     work: Callable[[Job, jobs.Claim], dict[str, Any]],
     heartbeat_seconds: int | None = None,
 ) -> str:
-    """Claim, work, then succeed or fail: the frame every job run shares."""
+    """Claim, work, then succeed or fail: the frame every job run shares. The lease is renewed
+    every heartbeat_seconds (a third of the lease by default) while the work runs, so a slow
+    run keeps its job and a dead one loses it."""
     claim = jobs.claim(job_id, lease_seconds=lease)
     if claim is None:
         return "skipped"
     stop = threading.Event()
     lost = threading.Event()
-    if heartbeat_seconds:
+    interval = heartbeat_seconds or max(1, lease // 3)
 
-        def beat() -> None:
-            from django.db import connection
+    def beat() -> None:
+        from django.db import connection
 
-            try:
-                while not stop.wait(heartbeat_seconds):
-                    if not jobs.heartbeat(claim, lease_seconds=lease):
-                        lost.set()
-                        return
-            finally:
-                connection.close()
+        try:
+            while not stop.wait(interval):
+                if not jobs.heartbeat(claim, lease_seconds=lease):
+                    lost.set()
+                    return
+        finally:
+            connection.close()
 
-        threading.Thread(target=beat, daemon=True).start()
+    threading.Thread(target=beat, daemon=True).start()
     try:
         job = jobs.find(job_id)
         if job is None:
             return GONE
         detail = work(job, claim)
         if lost.is_set():
-            raise RuntimeError("lost the job's lease while working")
+            raise jobs.LeaseLost("lost the job's lease while working")
     except Exception as exc:
         if jobs.find(job_id) is None:
             logger.info("Job %s was deleted while it ran (%s)", job_id, type(exc).__name__)
             return GONE
+        if isinstance(exc, jobs.LeaseLost):
+            # Its new owner runs it (the claim counted this attempt); nothing of ours to write.
+            logger.warning("Job %s lost its lease; its outcome is left to the new owner", job_id)
+            return "skipped"
         logger.exception("Job %s failed", job_id)
         jobs.fail(claim, f"{type(exc).__name__}: {exc}", retry_delay_seconds=retry_delay)
         return "error"
     finally:
         stop.set()
-    if not jobs.succeed(claim, detail=detail) and jobs.find(job_id) is None:
-        return GONE  # deleted meanwhile (its project, or a bank clear): nothing follows
+    if not jobs.succeed(claim, detail=detail):
+        if jobs.find(job_id) is None:
+            return GONE  # deleted meanwhile (its project, or a bank clear): nothing follows
+        return "skipped"  # taken over after the work: the new owner's outcome stands
     return "done"
 
 
@@ -362,9 +388,7 @@ def stage1_run(*, job_id: int, follow_up: bool = True) -> str:
     config = pipeline_config(job.project.settings)
 
     def work(job: Job, claim: jobs.Claim) -> dict[str, Any]:
-        detail = stage1_extract(job=job, watermark=claim.watermark)
-        stage2_mark_dirty(project=job.project)
-        return detail
+        return stage1_extract(job=job, claim=claim)
 
     outcome = _run(
         job_id,
@@ -442,6 +466,8 @@ def pipeline_scan_project(*, project: Project) -> dict[str, int]:
     and at most one dream window (meow starts one per tick). What beat does for each project."""
     from memoryhub.pipeline.dream import schedule  # the dream builds on these services
 
+    # Jobs whose last attempt died with its worker: failed, visibly, not silently stuck.
+    jobs.fail_interrupted(Job.objects.filter(project=project))
     stage1 = stage1_enqueue_due(project=project)
     for job_id in stage1:
         tasks.send_on_commit(tasks.stage1_run, job_id)
@@ -451,11 +477,16 @@ def pipeline_scan_project(*, project: Project) -> dict[str, int]:
     window = schedule.dream_enqueue_due(project=project)
     if window is not None:
         tasks.send_on_commit(tasks.dream_run, window)
-    # Queued transcript imports whose message was lost (broker down, worker killed) go again.
-    for job_id in Job.objects.filter(
-        jobs.claimable(), project=project, kind=Job.Kind.IMPORT
-    ).values_list("pk", flat=True):
-        tasks.send_on_commit(tasks.session_import_run, job_id)
+    # Queued transcript imports and rebuilds whose message was lost (broker down, worker
+    # killed: pending, or running with an expired lease) go again; a duplicate is skipped.
+    resend: dict[str, Any] = {
+        Job.Kind.IMPORT: tasks.session_import_run,
+        Job.Kind.REBUILD: tasks.rebuild_run,
+    }
+    for job_id, kind in Job.objects.filter(
+        jobs.claimable(), project=project, kind__in=list(resend)
+    ).values_list("pk", "kind"):
+        tasks.send_on_commit(resend[kind], job_id)
     return {
         "stage1": len(stage1),
         "stage2": int(stage2_job is not None),
@@ -600,6 +631,7 @@ def rebuild_run(*, job_id: int) -> str:
         job_id,
         lease=config.stage2_lease_seconds,
         retry_delay=config.stage2_retry_delay_seconds,
+        heartbeat_seconds=config.stage2_heartbeat_seconds,
         work=rebuild,
     )
 
@@ -620,7 +652,9 @@ def stage1_request(*, project: Project, session: AgentSession, actor: Actor) -> 
             f"Already extracted up to record {job.success_watermark}; nothing new to extract."
         )
     # A failed or backing-off job waits for nobody once a person asks.
-    Job.objects.filter(pk=job.pk).update(retry_at=None, retries_remaining=config.retries)
+    Job.objects.filter(pk=job.pk).update(
+        retry_at=None, retries_remaining=config.retries, interruptions=0
+    )
     audit_record(
         actor=actor,
         project=project,
@@ -667,6 +701,7 @@ def stage1_ensure_session(*, session: AgentSession, rewind_to: int | None = None
             success_watermark=Least(F("success_watermark"), rewind_to),
             input_watermark=session.record_count,
             retries_remaining=config.retries,
+            interruptions=0,
         )
         job.refresh_from_db()
     return job
@@ -709,6 +744,8 @@ def stage1_output_import(
     if output is None:
         output = Stage1Output(session=session, project=project)
     output.raw_memory, output.rollout_summary = raw, summary
+    # An extraction of the session's records later adds to the imported text, never drops it.
+    output.last_start, output.last_offset = output.source_watermark, len(raw)
     output.rollout_slug = rollout_slug[:64] or output.rollout_slug
     output.generated_at = generated_at or timezone.now()
     output.full_clean()

@@ -154,7 +154,7 @@ def test_a_killed_worker_loses_its_lease_and_another_finishes_once(
 ) -> None:
     """A worker dies in the middle of an extraction (its LLM call hangs); once the lease
     expires, a second worker claims the job and finishes it exactly once."""
-    project.settings = {"pipeline": {"stage1_lease_seconds": 3}}
+    project.settings = {"pipeline": {"stage1_lease_seconds": 5}}
     project.save(update_fields=["settings"])
     push_session(alice_client, "mew-5")
     llm_env = {

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from rest_framework.test import APIClient
 
+from accounts.actors import Actor
 from accounts.models import User
+from memoryhub.memories import services as memory_services
 from memoryhub.memories.models import Memory
 from memoryhub.pipeline import services
 from memoryhub.pipeline.models import Job
@@ -91,13 +93,19 @@ def test_each_persons_extraction_keeps_their_own_memories(
     archived = alice_client.post(f"{P}memories/{hers.public_id}/archive/", {}, format="json")
     assert archived.status_code == 200
     push_session(bob_client, "bob-s")
-    # A memory of alice's citing bob's session and records is no extraction of bob's.
-    decoy = add_memory(
-        alice_client,
-        "alice's own words about bob's session",
-        kind="user",
-        source={"session": "bob-s", "record_start": 0, "record_end": 0},
-    )
+    # A memory of alice's citing bob's session and records is no extraction of bob's. The API
+    # refuses such a citation (403) since; written by the service, as an import would.
+    decoy = memory_services.memory_create(
+        project=project,
+        actor=Actor(user=alice),
+        data=memory_services.MemoryInput(
+            content="alice's own words about bob's session",
+            kind="user",
+            source_session="bob-s",
+            source_record_start=0,
+            source_record_end=0,
+        ),
+    ).public_id
     _extract_all(project)
     (his,) = _preferences(bob)
     assert his.content == hers.content and his.status == "active"

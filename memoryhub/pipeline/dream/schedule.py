@@ -176,6 +176,7 @@ def dream_request(
     requested = {"by": actor.label, "at": now.isoformat()}
     updates: dict[str, Any] = {
         "retries_remaining": config.dream_max_attempts,
+        "interruptions": 0,
         "retry_at": None,
         "detail": {**job.detail, "requested": requested},
     }

@@ -23,10 +23,9 @@ class Command(BaseCommand):
                 self.stdout.buffer.write(chunk)  # type: ignore[attr-defined]
             return
         try:
-            out = Path(file).open("wb")
+            with Path(file).open("wb") as out:
+                for chunk in selectors.backup_gzip_chunks(project=project):
+                    out.write(chunk)
         except OSError as exc:
             raise CommandError(f"Cannot write {file}: {exc.strerror or exc}") from None
-        with out:
-            for chunk in selectors.backup_gzip_chunks(project=project):
-                out.write(chunk)
         self.stderr.write(f"Wrote {file}")
