@@ -69,8 +69,14 @@ def recall_file_edit(
         initial = {"scope": scope, "path": file.path, "body": body, **known}
     else:
         initial = {"scope": Scope.PROJECT if access.at_least(Role.MEMBER) else Scope.USER}
-    # A new file offers only the scopes the person may write; an existing one keeps its own.
+    # A new file offers only the scopes the person may write; an existing one keeps its own. A
+    # post naming another scope did not come from this form: refused by role, as before.
     scopes = None if file else [s for s in Scope.values if _can_write(access, s)]
+    posted = request.POST.get("scope")
+    if scopes is not None and posted in Scope.values and posted not in scopes:
+        raise PermissionDenied(
+            f"This action needs the {Role.MEMBER} role or higher; you are {access.role}."
+        )
     form = forms.RecallFileForm(request.POST or None, initial=initial, scopes=scopes)
     if file is not None:
         form.fields["scope"].disabled = True

@@ -67,8 +67,8 @@ def test_roles_viewer_writes_only_own_files(
     role_user: Callable[[Role], User], web_client: Callable[[User], Client], charlie: User
 ) -> None:
     viewer = web_client(role_user(Role.VIEWER))
-    # Project scope is not offered to a viewer: a form error (400), not the 403 it was.
-    assert viewer.post(FILES + "new/", _form(body="x")).status_code == 400
+    # Project scope is not offered to a viewer; a post naming it anyway is refused by role.
+    assert viewer.post(FILES + "new/", _form(body="x")).status_code == 403
     mine = viewer.post(FILES + "new/", _form(scope="user", path="me.md", body="x"))
     assert mine.status_code == 302
     assert web_client(charlie).get(FILES).status_code == 404
@@ -153,9 +153,8 @@ def test_a_new_file_offers_only_the_scopes_one_may_write(
     form = viewer.get(FILES + "new/").content.decode()
     assert ">Private: only its owner sees it<" in form
     assert ">Project: every member sees it<" not in form
-    # A project scope posted anyway is a form error that keeps the text, not a 403.
-    refused = viewer.post(FILES + "new/", _form(body="What I typed."))
-    assert refused.status_code == 400 and "What I typed." in refused.content.decode()
+    # A project scope posted anyway (not from this form) is refused by role.
+    assert viewer.post(FILES + "new/", _form(body="What I typed.")).status_code == 403
     assert not RecallFile.objects.exists()
     member_form = web_client(alice).get(FILES + "new/").content.decode()
     assert ">Project: every member sees it<" in member_form and ">Private:" in member_form
