@@ -52,6 +52,12 @@ class Claim:
     project_id: int
 
 
+def fresh_attempts(retries: int) -> dict[str, int]:
+    """The update that gives a job all its attempts again (new input, a person asking): the
+    retries, and the count of interrupted runs that feeds "Interrupted N times"."""
+    return {"retries_remaining": retries, "interruptions": 0}
+
+
 def ensure(
     *,
     kind: str,
@@ -79,11 +85,11 @@ def ensure(
             job = Job.objects.get(kind=kind, key=key)
     if bump:
         Job.objects.filter(pk=job.pk).update(
-            input_watermark=F("input_watermark") + 1, retries_remaining=retries, interruptions=0
+            input_watermark=F("input_watermark") + 1, **fresh_attempts(retries)
         )
     elif watermark is not None:
         Job.objects.filter(pk=job.pk, input_watermark__lt=watermark).update(
-            input_watermark=watermark, retries_remaining=retries, interruptions=0
+            input_watermark=watermark, **fresh_attempts(retries)
         )
     job.refresh_from_db()
     return job

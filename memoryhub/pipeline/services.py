@@ -652,9 +652,7 @@ def stage1_request(*, project: Project, session: AgentSession, actor: Actor) -> 
             f"Already extracted up to record {job.success_watermark}; nothing new to extract."
         )
     # A failed or backing-off job waits for nobody once a person asks.
-    Job.objects.filter(pk=job.pk).update(
-        retry_at=None, retries_remaining=config.retries, interruptions=0
-    )
+    Job.objects.filter(pk=job.pk).update(retry_at=None, **jobs.fresh_attempts(config.retries))
     audit_record(
         actor=actor,
         project=project,
@@ -700,8 +698,7 @@ def stage1_ensure_session(*, session: AgentSession, rewind_to: int | None = None
         Job.objects.filter(pk=job.pk).update(
             success_watermark=Least(F("success_watermark"), rewind_to),
             input_watermark=session.record_count,
-            retries_remaining=config.retries,
-            interruptions=0,
+            **jobs.fresh_attempts(config.retries),
         )
         job.refresh_from_db()
     return job

@@ -175,8 +175,7 @@ def dream_request(
         raise Conflict("A dream of this window is already running.")
     requested = {"by": actor.label, "at": now.isoformat()}
     updates: dict[str, Any] = {
-        "retries_remaining": config.dream_max_attempts,
-        "interruptions": 0,
+        **jobs.fresh_attempts(config.dream_max_attempts),
         "retry_at": None,
         "detail": {**job.detail, "requested": requested},
     }
